@@ -1,0 +1,33 @@
+# Two commands do everything: `make run` (the default study) and `make test`.
+VENV    ?= .venv
+PYTHON  ?= python3
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.ddrl-installed
+PROFILE ?= profiles/local
+CONFIG  ?= config/config.yaml
+STUDY   ?= $(shell $(PYTHON) -c "import yaml,sys; print(yaml.safe_load(open('$(CONFIG)'))['study'])" 2>/dev/null || echo default)
+
+.PHONY: run test report dry-run clean-venv
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c requirements.lock torch==2.13.0
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+report: $(STAMP)
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html
+
+dry-run: $(STAMP)
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) -n
+
+clean-venv:
+	rm -rf $(VENV)

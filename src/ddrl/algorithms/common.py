@@ -1,0 +1,41 @@
+"""Settings every algorithm applies the same way: env, resources, seed, fault tolerance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddrl.envs import rllib_env_id
+
+
+def apply_run_settings(config: Any, spec: Any) -> Any:
+    """Apply the parts of a run spec that do not depend on the algorithm."""
+    res = spec.resources
+    hp = spec.hyperparameters
+    config = (
+        config.environment(env=rllib_env_id(spec.env), env_config=dict(spec.env_config))
+        .framework("torch")
+        .env_runners(
+            num_env_runners=res["num_env_runners"],
+            num_envs_per_env_runner=res["num_envs_per_env_runner"],
+            num_cpus_per_env_runner=res["num_cpus_per_env_runner"],
+            observation_filter=hp.get("observation_filter", "NoFilter"),
+        )
+        .learners(num_learners=0, num_gpus_per_learner=res["num_gpus_per_learner"])
+        .fault_tolerance(
+            restart_failed_env_runners=True,
+            max_num_env_runner_restarts=spec.fault_tolerance["max_env_runner_restarts"],
+            delay_between_env_runner_restarts_s=spec.fault_tolerance["restart_delay_s"],
+        )
+        .debugging(seed=spec.seed, log_level="WARN")
+    )
+    return config
+
+
+def model_config(hp: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """RLlib ``model_config`` from the shared network hyperparameters."""
+    cfg = {
+        "fcnet_hiddens": list(hp["fcnet_hiddens"]),
+        "fcnet_activation": hp["fcnet_activation"],
+    }
+    cfg.update(extra)
+    return cfg

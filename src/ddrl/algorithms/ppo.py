@@ -1,0 +1,83 @@
+"""PPO from RLlib (new API stack)."""
+
+from __future__ import annotations
+
+from ddrl.algorithms.base import (
+    ACTIVATION,
+    HIDDENS,
+    OBS_FILTER,
+    POS_FLOAT,
+    POS_INT,
+    UNIT_FLOAT,
+    AlgorithmSpec,
+    Param,
+    register,
+)
+from ddrl.algorithms.common import apply_run_settings, model_config
+
+PARAMS = {
+    "lr": Param(POS_FLOAT, 3e-4, "Adam learning rate"),
+    "gamma": Param(UNIT_FLOAT, 0.99, "discount factor"),
+    "lambda_": Param(UNIT_FLOAT, 0.95, "GAE lambda"),
+    "clip_param": Param(POS_FLOAT, 0.2, "PPO surrogate clip"),
+    "vf_clip_param": Param(POS_FLOAT, 10.0, "value-loss clip"),
+    "vf_loss_coeff": Param({"type": "number", "minimum": 0}, 1.0, "value-loss weight"),
+    "entropy_coeff": Param({"type": "number", "minimum": 0}, 0.0, "entropy bonus"),
+    "use_kl_loss": Param({"type": "boolean"}, True, "add the adaptive KL penalty"),
+    "kl_coeff": Param({"type": "number", "minimum": 0}, 0.2, "initial KL coefficient"),
+    "kl_target": Param(POS_FLOAT, 0.01, "KL target"),
+    "train_batch_size": Param(POS_INT, 4000, "env steps per iteration"),
+    "minibatch_size": Param(POS_INT, 128, "SGD minibatch size"),
+    "num_epochs": Param(POS_INT, 10, "SGD epochs per iteration"),
+    "grad_clip": Param({"type": ["number", "null"], "exclusiveMinimum": 0}, None, "global-norm clip"),
+    "fcnet_hiddens": Param(HIDDENS, [64, 64], "hidden layer sizes (policy and value nets)"),
+    "fcnet_activation": Param(ACTIVATION, "tanh", "hidden activation"),
+    "vf_share_layers": Param({"type": "boolean"}, False, "share layers between policy and value"),
+    "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
+    "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
+    "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
+}
+
+
+def build(spec):
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    hp = spec.hyperparameters
+    config = apply_run_settings(PPOConfig(), spec)
+    config = (
+        config.training(
+            lr=hp["lr"],
+            gamma=hp["gamma"],
+            lambda_=hp["lambda_"],
+            clip_param=hp["clip_param"],
+            vf_clip_param=hp["vf_clip_param"],
+            vf_loss_coeff=hp["vf_loss_coeff"],
+            entropy_coeff=hp["entropy_coeff"],
+            use_kl_loss=hp["use_kl_loss"],
+            kl_coeff=hp["kl_coeff"],
+            kl_target=hp["kl_target"],
+            train_batch_size_per_learner=hp["train_batch_size"],
+            minibatch_size=hp["minibatch_size"],
+            num_epochs=hp["num_epochs"],
+            grad_clip=hp["grad_clip"],
+            shuffle_batch_per_epoch=hp["shuffle_batch_per_epoch"],
+        )
+        .env_runners(rollout_fragment_length=hp["rollout_fragment_length"])
+        .rl_module(
+            model_config=DefaultModelConfig(
+                **model_config(hp, vf_share_layers=hp["vf_share_layers"])
+            )
+        )
+    )
+    return config
+
+
+SPEC = register(
+    AlgorithmSpec(
+        name="PPO",
+        params=PARAMS,
+        build=build,
+        description="Proximal Policy Optimization (RLlib), on-policy.",
+    )
+)

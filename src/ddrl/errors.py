@@ -1,0 +1,13 @@
+"""Errors ddrl raises for bad input. The CLI prints them as one line."""
+
+
+class DdrlError(Exception):
+    """Base class: a problem the user can fix, with a message saying how."""
+
+
+class ConfigError(DdrlError):
+    """A study or run config is malformed."""
+
+
+class CheckpointError(DdrlError):
+    """A checkpoint is missing, incomplete or belongs to another run."""

@@ -1,0 +1,81 @@
+"""Figures. Every figure is saved as PDF (papers) and PNG (report), atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from ddrl import atomic  # noqa: E402
+
+GRID_POINTS = 60
+
+
+def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path, dpi: int = 150) -> None:
+    for target, fmt in ((pdf, "pdf"), (png, "png")):
+        with atomic.atomic_path(target) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+
+
+def on_common_grid(df: pd.DataFrame, x: str, y: str, by: list[str]) -> pd.DataFrame:
+    """Interpolate each run's ``y`` onto a grid of ``x`` shared by its group.
+
+    Seeds log at different env-step counts; a shared grid lets the mean and CI be taken
+    pointwise. The grid ends where the shortest run of the group ends (no extrapolation).
+    """
+    out = []
+    df = df.dropna(subset=[y])
+    for keys, group in df.groupby(by, sort=True):
+        end = group.groupby("run_id")[x].max().min()
+        start = group.groupby("run_id")[x].min().max()
+        if not np.isfinite(end) or end <= start:
+            grid = np.array([end])
+        else:
+            grid = np.linspace(start, end, GRID_POINTS)
+        for run_id, run in group.groupby("run_id"):
+            run = run.sort_values(x)
+            values = np.interp(grid, run[x].to_numpy(float), run[y].to_numpy(float))
+            frame = pd.DataFrame({x: grid, y: values, "run_id": run_id})
+            for k, v in zip(by, keys if isinstance(keys, tuple) else (keys,)):
+                frame[k] = v
+            out.append(frame)
+    return pd.concat(out, ignore_index=True)
+
+
+def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
+                  x: str = "env_steps", panel: str = "env", hue: str = "algorithm") -> None:
+    """Mean episode return against ``x``: mean and 95% CI across seeds.
+
+    One panel per ``panel`` value, ``hue`` as colour and line style (readable in greyscale),
+    and resource settings as separate lines when there are several.
+    """
+    by = sorted({panel, hue, "resources"})
+    data = on_common_grid(progress, x, "episode_return_mean", by)
+    multi_res = data["resources"].nunique() > 1
+    data["series"] = data[hue] + (" | " + data["resources"] if multi_res else "")
+    panels = sorted(data[panel].unique())
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
+    palette = sns.color_palette("colorblind", data["series"].nunique())
+    for ax, name in zip(axes[0], panels):
+        sub = data[data[panel] == name]
+        sns.lineplot(data=sub, x=x, y="episode_return_mean", hue="series", style="series",
+                     hue_order=sorted(data["series"].unique()),
+                     style_order=sorted(data["series"].unique()),
+                     palette=palette, errorbar=("ci", 95), n_boot=500, seed=0,
+                     markers=True, markevery=10, dashes=True, ax=ax)
+        ax.set_title(name)
+        ax.set_xlabel("env steps" if x == "env_steps" else "wall-clock time (s)")
+        ax.set_ylabel("mean episode return")
+        ax.grid(alpha=0.3)
+        ax.legend(title=None, fontsize=8)
+    n_seeds = progress.groupby(by)["seed"].nunique().max()
+    fig.suptitle(f"Reward curves (mean and 95% CI over up to {n_seeds} seed(s))", fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
