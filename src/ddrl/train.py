@@ -129,7 +129,7 @@ def train_run(
 
     Returns the content of ``run.json``.
     """
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).resolve()  # RLlib needs absolute checkpoint paths
     run_id = spec.run_id
     work = run_dir / "work"
     ckpt_root = work / "checkpoints"
