@@ -62,6 +62,44 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_container(args: argparse.Namespace) -> int:
+    from ddrl.aws import container
+
+    if args.entry == "train":
+        container.train_entry(args.root)
+    else:
+        from ddrl.aws.serve import serve
+
+        paths = container.ContainerPaths.from_env(args.root)
+        serve(args.model_dir or paths.model, host=args.host, port=args.port, workers=args.workers)
+    return 0
+
+
+def _sagemaker_settings(config_path: str):
+    from ddrl.aws.settings import SageMakerSettings
+    from ddrl.study import Study
+
+    study = Study.from_file(config_path)
+    return study, SageMakerSettings.from_config(study.config.get("sagemaker"))
+
+
+def _cmd_deploy(args: argparse.Namespace) -> int:
+    from ddrl.aws.deploy import deploy
+
+    study, settings = _sagemaker_settings(args.config)
+    out = args.out or str(Path(args.run_dir) / "endpoint.json")
+    deploy(args.run_dir, settings, study.name, out, name=args.name)
+    print(f"endpoint details in {out}; `ddrl teardown {out}` deletes it")
+    return 0
+
+
+def _cmd_teardown(args: argparse.Namespace) -> int:
+    from ddrl.aws.deploy import teardown
+
+    teardown(args.endpoint_json, region=args.region)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ddrl", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -87,6 +125,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder (default: results/<study>/runs/<run_id>)")
     p.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS or a private Ray)")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("container", help="SageMaker container entry points (train, serve)")
+    p.add_argument("entry", choices=["train", "serve"])
+    p.add_argument("--root", help="instead of /opt/ml (or $DDRL_SM_ROOT)")
+    p.add_argument("--model-dir", help="serve: folder with policy.pt (default: <root>/model)")
+    p.add_argument("--host", default="0.0.0.0", help="serve: bind address (default 0.0.0.0)")
+    p.add_argument("--port", type=int, default=8080, help="serve: port (default 8080)")
+    p.add_argument("--workers", type=int, help="serve: gunicorn workers "
+                   "(default $SAGEMAKER_MODEL_SERVER_WORKERS or 1)")
+    p.set_defaults(func=_cmd_container)
+
+    p = sub.add_parser("deploy", help="deploy a run's policy.pt as a SageMaker endpoint")
+    p.add_argument("run_dir", help="run folder with run.json and policy.pt")
+    p.add_argument("--config", required=True, help="study config with the sagemaker: section")
+    p.add_argument("--name", help="endpoint name (default: ddrl-<run id>-<time>)")
+    p.add_argument("--out", help="endpoint record (default: <run_dir>/endpoint.json)")
+    p.set_defaults(func=_cmd_deploy)
+
+    p = sub.add_parser("teardown", help="delete an endpoint made by `ddrl deploy`")
+    p.add_argument("endpoint_json")
+    p.add_argument("--region", help="default: the region recorded in endpoint_json")
+    p.set_defaults(func=_cmd_teardown)
     return parser
 
 

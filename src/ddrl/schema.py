@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddrl.algorithms import ALGORITHMS
+from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
@@ -82,9 +83,86 @@ def experiment_schema() -> dict[str, Any]:
                                  "description": "iterations between checkpoints"},
             "hyperparameters": hyperparameters_schema(),
             "env_config": {"type": "object", "description": "keyword arguments for gym.make"},
+            "hyperparameters_from": {
+                "type": "string", "minLength": 1,
+                "description": "a search's best.yaml: its hyperparameters (experiment ones win)",
+            },
         },
         "required": ["algorithms", "envs", "seeds", "budget"],
         "additionalProperties": False,
+    }
+
+
+def search_schema() -> dict[str, Any]:
+    """``search:`` entries; ddrl.search checks names and ranges against the registry."""
+    bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    return {
+        "type": "array",
+        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.search).",
+        "items": {
+            "type": "object",
+            "properties": {
+                "name": {**NAME, "description": "id; default <algorithm>-<env>"},
+                "kind": {"enum": ["grid", "tune"], "default": "grid",
+                         "description": "grid: trials are ordinary runs; tune: one Ray Tune job"},
+                "algorithm": {"enum": sorted(ALGORITHMS)},
+                "env": {"type": "string", "minLength": 1},
+                "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                          "minItems": 1, "uniqueItems": True, "default": [0]},
+                "resources": RESOURCES,
+                "budget": BUDGET,
+                "checkpoint_every": {"type": "integer", "minimum": 1},
+                "hyperparameters": {"type": "object",
+                                    "description": "fixed for every trial (over the study's)"},
+                "env_config": {"type": "object"},
+                "space": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "description": "hyperparameter -> list of choices, or {uniform|loguniform|"
+                                   "randint: [low, high]}",
+                    "additionalProperties": {
+                        "anyOf": [
+                            {"type": "array"},
+                            {"type": "object", "properties": {
+                                "uniform": bounds, "loguniform": bounds, "randint": bounds},
+                             "minProperties": 1, "maxProperties": 1,
+                             "additionalProperties": False},
+                        ],
+                    },
+                },
+                "num_samples": {"type": "integer", "minimum": 1, "default": 1,
+                                "description": "grid: draws per grid point; tune: trial budget"},
+                "seed": {"type": "integer", "minimum": 0, "default": 0,
+                         "description": "seed of the sampler"},
+                "metric": {
+                    "type": "object",
+                    "properties": {
+                        "column": {"type": "string", "default": "episode_return_mean"},
+                        "last": {"type": "integer", "minimum": 1, "default": 5,
+                                 "description": "mean over the last K iterations"},
+                        "mode": {"enum": ["max", "min"], "default": "max"},
+                    },
+                    "additionalProperties": False,
+                },
+                "tune": {
+                    "type": "object",
+                    "properties": {
+                        "time_budget_s": {"type": "number", "exclusiveMinimum": 0},
+                        "max_concurrent_trials": {"type": "integer", "minimum": 1, "default": 1},
+                        "grace_period": {"type": "integer", "minimum": 1, "default": 1,
+                                         "description": "ASHA: iterations before a first cut"},
+                        "reduction_factor": {"type": "number", "exclusiveMinimum": 1,
+                                             "default": 3},
+                        "num_cpus": {"type": "integer", "minimum": 1,
+                                     "description": "CPUs of the private Ray (default: all)"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["algorithm", "env", "budget", "space"],
+            "additionalProperties": False,
+        },
+        "minItems": 1,
     }
 
 
@@ -111,6 +189,9 @@ def config_schema() -> dict[str, Any]:
                 },
                 "additionalProperties": False,
             },
+            "search": search_schema(),
+            "train_backend": BACKEND_SCHEMA,
+            "sagemaker": SAGEMAKER_SCHEMA,
         },
         "required": ["study", "experiments"],
         "additionalProperties": False,

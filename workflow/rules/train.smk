@@ -2,6 +2,16 @@
 # lives in work/ (not an output, so Snakemake never deletes it).
 
 
+# train_backend: sagemaker sends the run to a SageMaker job (ddrl.aws.sagemaker); this job
+# then only waits and downloads, so it takes one thread. The backend is not a param: where
+# a run trains does not change its result, so switching it reruns nothing.
+TRAIN_BACKEND = config.get("train_backend", "local")
+
+
+def train_threads(wildcards):
+    return 1 if TRAIN_BACKEND == "sagemaker" else run_threads(wildcards)
+
+
 rule train:
     output:
         progress=RUN_DIR + "/progress.csv",
@@ -9,7 +19,7 @@ rule train:
         checkpoint=directory(RUN_DIR + "/checkpoint"),
     params:
         spec=run_spec,
-    threads: run_threads
+    threads: train_threads
     resources:
         gpu=run_gpus,
     log:

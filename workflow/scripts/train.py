@@ -1,4 +1,5 @@
-"""Snakemake script for rule train: one run, resumable. All logic is in ddrl.train."""
+"""Snakemake script for rule train: one run, resumable, here or as a SageMaker job.
+All logic is in ddrl.train and ddrl.aws.sagemaker."""
 
 from pathlib import Path
 
@@ -6,9 +7,15 @@ from ddrl.snakemake_io import log_to
 from ddrl.study import RunSpec
 from ddrl.train import train_run
 
+config = snakemake.config  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821
-    train_run(
-        RunSpec.from_dict(snakemake.params.spec),  # noqa: F821
-        Path(snakemake.output.run).parent,  # noqa: F821
-        print_fn=echo,
-    )
+    spec = RunSpec.from_dict(snakemake.params.spec)  # noqa: F821
+    run_dir = Path(snakemake.output.run).parent  # noqa: F821
+    if config.get("train_backend", "local") == "sagemaker":
+        from ddrl.aws.sagemaker import train_on_sagemaker
+        from ddrl.aws.settings import SageMakerSettings
+
+        settings = SageMakerSettings.from_config(config.get("sagemaker"))
+        train_on_sagemaker(spec, run_dir, settings, config["study"], print_fn=echo)
+    else:
+        train_run(spec, run_dir, print_fn=echo)
