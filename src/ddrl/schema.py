@@ -11,6 +11,8 @@ from typing import Any
 
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
+from ddrl.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
+from ddrl.slurm import SOFTWARE_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
@@ -189,9 +191,12 @@ def config_schema() -> dict[str, Any]:
                 },
                 "additionalProperties": False,
             },
+            "evaluation": EVALUATION_SCHEMA,
+            "render": RENDER_SCHEMA,
             "search": search_schema(),
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,
+            "software": SOFTWARE_SCHEMA,
         },
         "required": ["study", "experiments"],
         "additionalProperties": False,

@@ -27,6 +27,7 @@ from ddrl.algorithms import get_algorithm
 from ddrl.errors import ConfigError, DdrlError
 from ddrl.progress import ProgressLog, row_from_result
 from ddrl.runtime import ray_session
+from ddrl.slurm import env_runner_placement
 from ddrl.study import RunSpec
 
 log = logging.getLogger(__name__)
@@ -144,6 +145,7 @@ def train_run(
 
     with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), _StopFlag() as stop:
         algo = config.build_algo()
+        placement = env_runner_placement(algo)  # nodes and env runners per node
         try:
             if resume:
                 path, manifest = resume
@@ -202,6 +204,7 @@ def train_run(
             "episode_return_mean": last.get("episode_return_mean"),
             "checkpoint": "checkpoint",
         },
+        "placement": placement,
         "sessions": sessions + 1,
         "started": started,
         "finished": provenance.now_iso(),

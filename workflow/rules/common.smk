@@ -4,6 +4,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from ddrl import slurm as ddrl_slurm
 from ddrl.errors import ConfigError
 from ddrl.study import Study
 
@@ -33,6 +34,37 @@ def run_threads(wildcards):
 
 def run_gpus(wildcards):
     return RUNS[wildcards.run_id].gpus
+
+
+def run_slurm(key):
+    """Input function: one field of the run's Slurm job request (ddrl.slurm.job_request)."""
+    return lambda wildcards: ddrl_slurm.job_request(RUNS[wildcards.run_id]).as_resources()[key]
+
+
+def run_runtime(wildcards, attempt):
+    """Minutes for a training job; a retry (after a timeout) gets more and resumes."""
+    return ddrl_slurm.runtime_min(RUNS[wildcards.run_id], attempt)
+
+
+# Software on a cluster (config `software:`): modules for --sdm env-modules, an image for
+# --sdm apptainer. Both are ignored unless that deployment method is asked for.
+ENVMODULES = config.get("software", {}).get("envmodules", [])
+CONTAINER = config.get("software", {}).get("container")
+if CONTAINER:
+
+    container: CONTAINER
+
+
+# Slurm executor: refuse requests the cluster cannot meet before anything is submitted.
+if (
+    workflow.executor_plugin is not None
+    and workflow.executor_plugin.name == "slurm"
+    and not workflow.remote_exec
+):
+    try:
+        ddrl_slurm.check_workflow_request(RUNS, workflow)
+    except ddrl_slurm.DdrlError as err:
+        raise WorkflowError(str(err)) from None
 
 
 def run_files(name, run_ids=None):

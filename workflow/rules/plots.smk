@@ -12,6 +12,8 @@ rule plot_rewards:
             caption="../report/reward_curves.rst",
             category="Learning",
         ),
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/plot_rewards.log",
     script:

@@ -22,6 +22,13 @@ rule train:
     threads: train_threads
     resources:
         gpu=run_gpus,
+        # The Slurm job request (ignored by the local profile): see ddrl.slurm.job_request.
+        nodes=run_slurm("nodes"),
+        tasks=run_slurm("tasks"),
+        cpus_per_task=run_slurm("cpus_per_task"),
+        runtime=run_runtime,
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/train/{run_id}.log",
     script:

@@ -1,8 +1,10 @@
 """Snakemake script for rule train: one run, resumable, here or as a SageMaker job.
-All logic is in ddrl.train and ddrl.aws.sagemaker."""
+All logic is in ddrl.train and ddrl.aws.sagemaker. A run with ``nodes > 1`` (Slurm
+profile) first gets a Ray cluster over its job's nodes (ddrl.slurm.ray_cluster)."""
 
 from pathlib import Path
 
+from ddrl.slurm import ray_cluster
 from ddrl.snakemake_io import log_to
 from ddrl.study import RunSpec
 from ddrl.train import train_run
@@ -18,4 +20,5 @@ with log_to(snakemake.log[0]) as echo:  # noqa: F821
         settings = SageMakerSettings.from_config(config.get("sagemaker"))
         train_on_sagemaker(spec, run_dir, settings, config["study"], print_fn=echo)
     else:
-        train_run(spec, run_dir, print_fn=echo)
+        with ray_cluster(spec, run_dir / "work", print_fn=echo) as address:
+            train_run(spec, run_dir, ray_address=address, print_fn=echo)
