@@ -12,5 +12,6 @@ from ddrl.algorithms.base import ALGORITHMS, AlgorithmSpec, Param, get_algorithm
 # Importing the modules registers them.
 from ddrl.algorithms import ppo as _ppo  # noqa: F401,E402
 from ddrl.algorithms import sac as _sac  # noqa: F401,E402
+from ddrl.algorithms import td3 as _td3  # noqa: F401,E402
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Param", "get_algorithm", "register"]
