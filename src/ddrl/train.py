@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ddrl import atomic, checkpoints, provenance
+from ddrl import atomic, checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
 from ddrl.errors import ConfigError, DdrlError
 from ddrl.progress import ProgressLog, row_from_result
@@ -171,6 +171,8 @@ def train_run(
                 print_fn(progress_line(run_id, spec, row, progress.rows))
                 if on_iteration:
                     on_iteration(row)
+                faults.check_env_runners(algo, spec.env,
+                                         spec.fault_tolerance["max_env_runner_restarts"])
                 if iteration % spec.checkpoint_every == 0 or stop.raised:
                     checkpoints.save(algo, ckpt_root, iteration, {**meta, "env_steps": env_steps})
                     checkpoints.prune(ckpt_root, keep_checkpoints)

@@ -1,0 +1,97 @@
+"""Env-runner faults: tell a runner Ray will restart from one that is gone for good.
+
+RLlib restarts a crashed env runner (``fault_tolerance.max_env_runner_restarts`` times, as
+Ray's actor ``max_restarts``). Past that limit the runner stays dead and RLlib keeps
+training with no samples at all, so an env-steps budget would never be reached. ddrl checks
+after every iteration and fails the run with the env and the runner's last error instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from ddrl.errors import DdrlError
+
+log = logging.getLogger(__name__)
+# The last line of a Python traceback: "package.module.SomeError: message".
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b.*")
+
+
+class EnvRunnerFailure(DdrlError):
+    """An env runner crashed more often than the run allows."""
+
+
+def _death(actor_id_hex: str) -> tuple[str, int | None] | None:
+    """(cause, pid) of a permanently dead actor, or None while it lives or restarts."""
+    import ray
+
+    try:
+        info = ray._private.state.actors(actor_id_hex)  # GCS; works without the dashboard
+    except Exception:  # noqa: BLE001 - diagnostics must not fail the run
+        return None
+    if not info or info.get("State") != "DEAD":
+        return None
+    cause, pid = "the env runner process died", None
+    ctx = getattr(info.get("DeathCause"), "actor_died_error_context", None)
+    if ctx is not None:
+        cause = ctx.error_message or cause
+        pid = ctx.pid or None
+    return cause, pid
+
+
+def _last_exception(pid: int | None, max_bytes: int = 200_000) -> str | None:
+    """The last exception line in the log of worker ``pid`` (Ray's session log folder)."""
+    if not pid:
+        return None
+    try:
+        import ray
+
+        logs = Path(ray._private.worker._global_node.get_logs_dir_path())
+    except Exception:  # noqa: BLE001 - not a local node
+        return None
+    found: list[str] = []
+    for path in sorted(logs.glob(f"worker-*-{pid}.*")):
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - max_bytes))
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if _EXC_LINE.match(line) and not line.startswith(("SystemExit", "ray.")):
+                found.append(line)
+    # A bare "RuntimeError" re-raised by RLlib says less than the env's own error before it.
+    with_message = [line for line in found if ": " in line]
+    return (with_message or found or [None])[-1]
+
+
+def _short(cause: str) -> str:
+    """Ray's death message without its generic advice."""
+    cause = cause.split(" Some common causes include")[0]
+    cause = cause.replace("The actor is dead because its worker process has died. ", "")
+    return cause.strip().rstrip(".")
+
+
+def check_env_runners(algo: Any, env: str, max_restarts: int) -> None:
+    """Raise :class:`EnvRunnerFailure` if an env runner of ``algo`` is dead for good."""
+    group = getattr(algo, "env_runner_group", None)
+    manager = getattr(group, "_worker_manager", None)
+    if manager is None or group.num_healthy_remote_workers() == group.num_remote_workers():
+        return
+    for index, actor in sorted(manager.actors().items()):
+        death = _death(actor._actor_id.hex())
+        if death is None:
+            continue
+        cause, pid = death
+        error = _last_exception(pid)
+        detail = f"{error} ({_short(cause)})" if error else _short(cause)
+        raise EnvRunnerFailure(
+            f"env {env}: env runner {index} crashed more than "
+            f"fault_tolerance.max_env_runner_restarts={max_restarts} time(s); "
+            f"last error: {detail}. Fix the env, or raise max_env_runner_restarts"
+        )
