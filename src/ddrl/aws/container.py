@@ -73,18 +73,11 @@ def spec_from_hyperparameters(hp: Mapping[str, Any]) -> RunSpec:
     return spec
 
 
-def export_policy(run_dir: Path, out: Path) -> Path | None:
-    """Write ``policy.pt`` (+ metadata) next to the model, when ddrl.export is available."""
-    try:
-        from ddrl import export  # written by the export stage
-    except ImportError:
-        log.warning("ddrl.export is not available: the model has no policy.pt to serve")
-        return None
-    fn = getattr(export, "export_policy", None)
-    if fn is None:
-        log.warning("ddrl.export has no export_policy(): the model has no policy.pt to serve")
-        return None
-    fn(run_dir, out)
+def export_policy(spec: RunSpec, run_dir: Path, out: Path) -> Path:
+    """Write the run's TorchScript ``policy.pt`` (see ddrl.export) for the serve entry."""
+    from ddrl.export import export_run
+
+    export_run(spec, run_dir, out)
     return out
 
 
@@ -108,7 +101,7 @@ def train_entry(root: str | Path | None = None, *,
         shutil.copytree(run_dir / "checkpoint", paths.model / "checkpoint", dirs_exist_ok=True)
         for name in ("progress.csv", "run.json"):
             shutil.copyfile(run_dir / name, paths.model / name)
-        export_policy(run_dir, paths.model / "policy.pt")
+        export_policy(spec, run_dir, paths.model / "policy.pt")
         return record
     except BaseException as err:
         paths.failure.parent.mkdir(parents=True, exist_ok=True)

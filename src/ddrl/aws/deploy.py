@@ -1,6 +1,6 @@
 """Deploy a run's exported policy as a SageMaker endpoint; smoke-test it; tear it down.
 
-``deploy`` packages ``policy.pt`` (+ ``policy.json``) of a run folder as ``model.tar.gz``,
+``deploy`` packages the ``policy.pt`` of a run folder as ``model.tar.gz``,
 uploads it, creates the Model, EndpointConfig and Endpoint, waits for InService, sends one
 observation through ``invoke_endpoint`` and writes ``endpoint.json``. If the endpoint fails
 to come up, what was created is deleted again (an endpoint bills by the hour).
@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ddrl import atomic
 from ddrl.aws.sagemaker import estimate_cost
 from ddrl.aws.settings import SageMakerSettings
-from ddrl.aws.serve import META_FILE, POLICY_FILE
+from ddrl.aws.serve import POLICY_FILE
 from ddrl.errors import DdrlError
 
 
@@ -42,33 +42,27 @@ def package_model(run_dir: Path) -> bytes:
         raise DdrlError(f"{policy} does not exist; export the run's policy before deploying")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name in (POLICY_FILE, META_FILE):
-            if (run_dir / name).exists():
-                tar.add(run_dir / name, arcname=name)
+        tar.add(policy, arcname=POLICY_FILE)
     return buf.getvalue()
 
 
 def observation_size(run_dir: Path) -> int:
-    """From policy.json if the export wrote it, else from the run's environment."""
-    meta = run_dir / META_FILE
-    if meta.exists():
-        shape = json.loads(meta.read_text()).get("observation_shape")
-        if shape:
-            size = 1
-            for n in shape:
-                size *= int(n)
-            return size
-    record = json.loads((run_dir / "run.json").read_text())
-    from ddrl.envs import make_env
+    """From the metadata inside policy.pt, else from the run's environment."""
+    from ddrl.export import load_exported
 
-    env = make_env(record["spec"]["env"], **record["spec"].get("env_config", {}))
-    try:
-        size = 1
-        for n in env.observation_space.shape:
-            size *= int(n)
-        return size
-    finally:
+    _, meta = load_exported(run_dir / POLICY_FILE)
+    shape = meta.get("observation_shape")
+    if not shape:
+        from ddrl.envs import make_env
+
+        record = json.loads((run_dir / "run.json").read_text())
+        env = make_env(record["spec"]["env"], **record["spec"].get("env_config", {}))
+        shape = env.observation_space.shape
         env.close()
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size
 
 
 def deploy(run_dir: str | Path, settings: SageMakerSettings, study: str, out: str | Path, *,

@@ -316,10 +316,9 @@ def download_run(s3: Any, artifact_uri: str, run_dir: str | Path, run_id: str,
             raise DdrlError(f"{artifact_uri} holds run {record.get('run_id')!r}, expected {run_id!r}")
         checkpoints.read_manifest(unpacked / "checkpoint")
         atomic.replace_dir(unpacked / "checkpoint", run_dir / "checkpoint")
-        for name in ("progress.csv", "policy.pt", "policy.json"):
-            if (unpacked / name).exists():
-                with atomic.atomic_path(run_dir / name) as part:
-                    shutil.copyfile(unpacked / name, part)
+        # policy.pt stays in the artifact: the export rule makes it here as for any run
+        with atomic.atomic_path(run_dir / "progress.csv") as part:
+            shutil.copyfile(unpacked / "progress.csv", part)
         record["sagemaker"] = extra
         atomic.write_json(run_dir / "run.json", record)
     print_fn(f"ddrl {run_id} downloaded {artifact_uri} into {run_dir}")

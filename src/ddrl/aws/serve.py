@@ -6,7 +6,9 @@
     {"observations": [[...], [...], ...]}   -> {"actions": [[...], [...], ...]}
 
 (a bare list is read the same way: one observation or a batch). The policy is the exported
-TorchScript ``policy.pt``, which maps a float32 observation batch to an action batch.
+TorchScript ``policy.pt`` (contract in ddrl.export): a float32 observation batch in, an
+action batch out. Each observation is sent flat; its size is checked against the
+``observation_shape`` recorded in the file.
 Bad requests (not JSON, wrong content type, wrong observation size, NaN or infinity, an
 empty or ragged batch) get a 4xx with a message saying what was expected; the server stays up.
 """
@@ -26,7 +28,6 @@ from ddrl.errors import DdrlError
 log = logging.getLogger(__name__)
 MAX_BATCH = 4096
 POLICY_FILE = "policy.pt"
-META_FILE = "policy.json"  # optional: {"observation_shape": [n], "action_shape": [m], ...}
 
 
 class BadRequest(Exception):
@@ -45,17 +46,21 @@ class Policy:
         path = self.model_dir / POLICY_FILE
         if not path.exists():
             raise DdrlError(f"no {POLICY_FILE} in {self.model_dir}; export the run's policy first")
-        self.module = torch.jit.load(str(path), map_location="cpu").eval()
-        meta_path = self.model_dir / META_FILE
-        self.meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        from ddrl.export import load_exported
+
+        self.module, self.meta = load_exported(path)
+        self.module.eval()
         shape = self.meta.get("observation_shape")
-        self.obs_dim = int(math.prod(shape)) if shape else None
+        self.obs_shape = tuple(int(n) for n in shape) if shape else None
+        self.obs_dim = int(math.prod(self.obs_shape)) if self.obs_shape else None
         self._lock = threading.Lock()
 
     def act(self, batch: list[list[float]]) -> list[list[float]]:
         import torch
 
         obs = torch.tensor(batch, dtype=torch.float32)
+        if self.obs_shape is not None:
+            obs = obs.reshape(len(batch), *self.obs_shape)
         with torch.no_grad(), self._lock:
             try:
                 actions = self.module(obs)
