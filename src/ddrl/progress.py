@@ -24,6 +24,7 @@ COLUMNS = [
     "sample_time_s",
     "learn_time_s",
     "sync_weights_time_s",
+    "replay_time_s",
     "env_steps_per_s",
     "env_runner_restarts",
     "healthy_env_runners",
@@ -49,6 +50,41 @@ RESULT_KEYS = {
 }
 
 
+# Timers summed into one column (replay-buffer work of the off-policy algorithms).
+SUMMED_RESULT_KEYS = {
+    "replay_time_s": ("timers/replay_buffer_add_data_timer",
+                      "timers/replay_buffer_sampling_timer",
+                      "timers/replay_buffer_update_prios_timer"),
+}
+
+# The per-iteration timers. RLlib logs them with ``log_time`` and by default reduces them
+# with an exponential moving average (coefficient 0.01) across iterations, so the value in
+# the result dict barely moves from one iteration to the next: it is not this iteration's
+# time. :func:`use_per_iteration_timers` replaces them with sums that RLlib clears at
+# every ``reduce()`` (once per ``Algorithm.train()``), so each result holds the seconds
+# spent in that iteration (summed over the several ``training_step`` calls of one
+# off-policy iteration).
+TIMER_COLUMNS = ("sample_time_s", "learn_time_s", "sync_weights_time_s", "replay_time_s")
+PER_ITERATION_TIMER_KEYS = tuple(
+    [RESULT_KEYS[c] for c in TIMER_COLUMNS if c in RESULT_KEYS]
+    + [k for c in TIMER_COLUMNS for k in SUMMED_RESULT_KEYS.get(c, ())]
+)
+
+
+def use_per_iteration_timers(metrics: Any) -> None:
+    """Make ``metrics`` (an RLlib root ``MetricsLogger``) report per-iteration timer sums.
+
+    Call it after building the algorithm and again after restoring a checkpoint (a restore
+    replaces the logger's stats with the checkpoint's). ``log_time`` reuses an existing
+    stats object of a key, so pre-creating each timer as ``reduce="sum"`` changes how RLlib
+    reduces it without touching RLlib's code.
+    """
+    for flat in PER_ITERATION_TIMER_KEYS:
+        key = tuple(flat.split("/"))
+        metrics.delete(*key, key_error=False)
+        metrics.log_value(key, 0.0, reduce="sum")
+
+
 def lookup(result: Mapping[str, Any], key: str, default: Any = math.nan) -> Any:
     node: Any = result
     for part in key.split("/"):
@@ -68,6 +104,17 @@ def _number(value: Any) -> float:
 def row_from_result(result: Mapping[str, Any], *, iteration: int, time_total_s: float,
                     session: int, timestamp: float) -> dict[str, float]:
     row: dict[str, Any] = {c: _number(lookup(result, k)) for c, k in RESULT_KEYS.items()}
+    for col, keys in SUMMED_RESULT_KEYS.items():
+        present = [_number(lookup(result, k)) for k in keys if lookup(result, k, None) is not None]
+        row[col] = math.fsum(0.0 if math.isnan(v) else v for v in present) if present else math.nan
+    timers = result.get("timers")
+    if isinstance(timers, Mapping):
+        # A per-iteration timer that exists but logged nothing this iteration (SAC before
+        # learning starts) reduces to NaN: that is zero seconds, not a missing value.
+        for col in ("sample_time_s", "learn_time_s", "sync_weights_time_s"):
+            name = RESULT_KEYS[col].split("/", 1)[1]
+            if name in timers and math.isnan(row[col]):
+                row[col] = 0.0
     row["iteration"] = iteration
     row["time_total_s"] = time_total_s
     row["session"] = session

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ddrl import atomic, checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.progress import ProgressLog, row_from_result
+from ddrl.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.runtime import ray_session
 from ddrl.slurm import env_runner_placement
 from ddrl.study import RunSpec
@@ -145,11 +145,13 @@ def train_run(
 
     with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), _StopFlag() as stop:
         algo = config.build_algo()
+        use_per_iteration_timers(algo.metrics)
         placement = env_runner_placement(algo)  # nodes and env runners per node
         try:
             if resume:
                 path, manifest = resume
                 algo.restore_from_path(str(path))
+                use_per_iteration_timers(algo.metrics)
                 progress.truncate_after(manifest["iteration"])
                 print_fn(f"ddrl {run_id} resuming from {path.name} "
                          f"(iteration {manifest['iteration']}, {manifest['env_steps']} env steps)")
