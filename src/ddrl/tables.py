@@ -1,0 +1,116 @@
+"""Tables as CSV (data), Markdown (README, report) and LaTeX booktabs (thesis), atomically.
+
+A table is a DataFrame plus a column spec: which columns to show in the Markdown and LaTeX
+versions, under which header, with how many decimals. The CSV keeps every column at full
+precision, so nothing is lost to formatting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ddrl import atomic
+
+FORMATS = ("csv", "md", "tex")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str           # DataFrame column
+    header: str         # header text (plain; LaTeX-escaped when written)
+    decimals: int | None = None  # None: as is (ints, text)
+
+
+def _cell(value: Any, decimals: int | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if math.isinf(value):
+            return "inf"
+        if decimals is None:
+            return repr(round(value, 6))
+        return f"{value:.{decimals}f}"
+    if hasattr(value, "item"):  # numpy scalars
+        return _cell(value.item(), decimals)
+    return str(value)
+
+
+def _rows(df: pd.DataFrame, columns: Sequence[Column]) -> list[list[str]]:
+    return [[_cell(row[c.name], c.decimals) for c in columns] for _, row in df.iterrows()]
+
+
+def to_markdown(df: pd.DataFrame, columns: Sequence[Column], caption: str = "") -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    numeric = [c.decimals is not None or pd.api.types.is_numeric_dtype(df[c.name])
+               for c in columns]
+    lines = []
+    if caption:
+        lines += [caption, ""]
+    lines.append("| " + " | ".join(esc(c.header) for c in columns) + " |")
+    lines.append("|" + "|".join("---:" if n else ":---" for n in numeric) + "|")
+    for cells in _rows(df, columns):
+        lines.append("| " + " | ".join(esc(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+                  "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  "\\": r"\textbackslash{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def to_latex(df: pd.DataFrame, columns: Sequence[Column], caption: str = "",
+             label: str = "") -> str:
+    """A ``table`` with a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``)."""
+    numeric = [c.decimals is not None or pd.api.types.is_numeric_dtype(df[c.name])
+               for c in columns]
+    spec = "".join("r" if n else "l" for n in numeric)
+    lines = [r"\begin{table}[htbp]", r"\centering"]
+    if caption:
+        lines.append(r"\caption{" + latex_escape(caption) + "}")
+    if label:
+        lines.append(r"\label{" + label + "}")
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule",
+              " & ".join(latex_escape(c.header) for c in columns) + r" \\", r"\midrule"]
+    for cells in _rows(df, columns):
+        lines.append(" & ".join(latex_escape(c) for c in cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(df: pd.DataFrame, columns: Sequence[Column], stem: str | Path, *,
+                caption: str = "", label: str = "", footer: str = "") -> list[Path]:
+    """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.tex``; return the three paths.
+
+    ``footer`` (e.g. how the runs were timed) goes under the Markdown table and into a
+    LaTeX comment.
+    """
+    missing = [c.name for c in columns if c.name not in df.columns]
+    if missing:
+        raise KeyError(f"table {Path(stem).name}: no column(s) {missing} in the data")
+    stem = Path(stem)
+    paths = [stem.with_name(f"{stem.name}.{ext}") for ext in FORMATS]
+    with atomic.atomic_path(paths[0]) as tmp:
+        df.to_csv(tmp, index=False)
+    md = to_markdown(df, columns, caption)
+    tex = to_latex(df, columns, caption, label or f"tab:{stem.name}")
+    if footer:
+        md += "\n" + footer.strip() + "\n"
+        tex = "".join(f"% {line}\n" for line in footer.strip().splitlines()) + tex
+    atomic.write_text(paths[1], md)
+    atomic.write_text(paths[2], tex)
+    return paths
