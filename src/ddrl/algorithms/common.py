@@ -19,6 +19,7 @@ def apply_run_settings(config: Any, spec: Any) -> Any:
             num_envs_per_env_runner=res["num_envs_per_env_runner"],
             num_cpus_per_env_runner=res["num_cpus_per_env_runner"],
             observation_filter=hp.get("observation_filter", "NoFilter"),
+            env_to_module_connector=observation_filter_connector(hp.get("observation_filter")),
         )
         .learners(num_learners=0, num_gpus_per_learner=res["num_gpus_per_learner"])
         .fault_tolerance(
@@ -29,6 +30,26 @@ def apply_run_settings(config: Any, spec: Any) -> Any:
         .debugging(seed=spec.seed, log_level="WARN")
     )
     return config
+
+
+def _mean_std_filter(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module.mean_std_filter import MeanStdFilter
+
+    return MeanStdFilter(multi_agent=False)
+
+
+def observation_filter_connector(name: str | None):
+    """The env-to-module connector for ``observation_filter``.
+
+    RLlib's new API stack ignores ``config.observation_filter`` (old stack only): the filter
+    must be an env-to-module connector. Its running mean/std is part of the env runners'
+    checkpointed state, so restored and exported policies normalise the same way.
+    """
+    if name in (None, "NoFilter"):
+        return None
+    if name == "MeanStdFilter":
+        return _mean_std_filter
+    raise ValueError(f"unknown observation_filter {name!r}; expected NoFilter or MeanStdFilter")
 
 
 def model_config(hp: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,112 @@
+"""Config sections for looking at trained agents: ``evaluation`` and ``render``.
+
+Both are optional top-level keys of a study config; every setting has a default, so a study
+that leaves them out still gets ``eval.json``, videos, frame strips and ``policy.pt``.
+They do not enter run ids: changing them reruns evaluation or rendering, never training.
+
+.. code-block:: yaml
+
+    evaluation:
+      episodes: 10          # deterministic episodes per run (eval.json)
+      intermediate: false   # also evaluate every intermediate checkpoint (eval_curve.csv)
+    render:
+      episodes: 1           # episodes in video.mp4 / video.gif
+      width: 320            # pixels (even numbers: H.264 needs them)
+      height: 240
+      fps: 30               # frames per second of the videos
+      frame_skip: 2         # keep every 2nd env step (PyBullet steps at ~60 Hz)
+      max_steps: null       # cut each rendered episode after this many steps (null: full)
+      strip_frames: 6       # frames in frames.png
+      camera: {distance: null, yaw: null, pitch: null}   # null: the env's own camera
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from ddrl.errors import ConfigError
+
+EVALUATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Deterministic evaluation of each run's final checkpoint (eval.json).",
+    "properties": {
+        "episodes": {"type": "integer", "minimum": 1, "default": 10,
+                     "description": "episodes per run, each with its own evaluation seed"},
+        "intermediate": {"type": "boolean", "default": False,
+                         "description": "also evaluate every intermediate checkpoint into "
+                                        "eval_curve.csv (training then keeps all checkpoints)"},
+    },
+    "additionalProperties": False,
+}
+
+CAMERA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "PyBullet camera, aimed at the robot; null keeps the env's own setting.",
+    "properties": {
+        "distance": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": None,
+                     "description": "metres from the target"},
+        "yaw": {"type": ["number", "null"], "default": None, "description": "degrees"},
+        "pitch": {"type": ["number", "null"], "default": None,
+                  "description": "degrees; negative looks down"},
+    },
+    "additionalProperties": False,
+}
+
+EVEN_PIXELS = {"type": "integer", "minimum": 16, "maximum": 4096, "multipleOf": 2}
+
+RENDER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Headless videos (video.mp4, video.gif) and a frame strip (frames.png).",
+    "properties": {
+        "episodes": {"type": "integer", "minimum": 1, "default": 1},
+        "width": {**EVEN_PIXELS, "default": 320},
+        "height": {**EVEN_PIXELS, "default": 240},
+        "fps": {"type": "number", "exclusiveMinimum": 0, "maximum": 240, "default": 30},
+        "frame_skip": {"type": "integer", "minimum": 1, "default": 2,
+                       "description": "record every n-th env step"},
+        "max_steps": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                      "description": "env steps per rendered episode at most (null: all)"},
+        "strip_frames": {"type": "integer", "minimum": 1, "maximum": 32, "default": 6},
+        "camera": CAMERA_SCHEMA,
+    },
+    "additionalProperties": False,
+}
+
+
+def _defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, sub in schema["properties"].items():
+        if sub.get("type") == "object":
+            out[key] = _defaults(sub)
+        else:
+            out[key] = copy.deepcopy(sub.get("default"))
+    return out
+
+
+def _merge(schema: Mapping[str, Any], given: Any, where: str) -> dict[str, Any]:
+    if given is None:
+        given = {}
+    if not isinstance(given, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(given).__name__}")
+    allowed = schema["properties"]
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown setting(s) {unknown}; allowed: {', '.join(sorted(allowed))}"
+        )
+    out = _defaults(schema)
+    for key, value in given.items():
+        sub = allowed[key]
+        out[key] = _merge(sub, value, f"{where}.{key}") if sub.get("type") == "object" else value
+    return out
+
+
+def evaluation_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The study's ``evaluation`` section with defaults filled in."""
+    return _merge(EVALUATION_SCHEMA, (config or {}).get("evaluation"), "evaluation")
+
+
+def render_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The study's ``render`` section with defaults filled in."""
+    return _merge(RENDER_SCHEMA, (config or {}).get("render"), "render")

@@ -1,0 +1,60 @@
+# Deterministic evaluation of each run's final checkpoint (eval.json), optionally of every
+# intermediate checkpoint (eval_curve.csv), and the study's returns table.
+from ddrl.eval_config import evaluation_settings
+
+EVALUATION = evaluation_settings(config)
+
+
+rule evaluate:
+    input:
+        run=RUN_DIR + "/run.json",
+        checkpoint=RUN_DIR + "/checkpoint",
+    output:
+        RUN_DIR + "/eval.json",
+    params:
+        spec=run_spec,
+        episodes=EVALUATION["episodes"],
+    threads: 1
+    log:
+        ROOT + "/logs/evaluate/{run_id}.log",
+    script:
+        "../scripts/evaluate.py"
+
+
+rule evaluate_curve:
+    input:
+        run=RUN_DIR + "/run.json",
+        checkpoint=RUN_DIR + "/checkpoint",
+    output:
+        RUN_DIR + "/eval_curve.csv",
+    params:
+        spec=run_spec,
+        episodes=EVALUATION["episodes"],
+    threads: 1
+    log:
+        ROOT + "/logs/evaluate_curve/{run_id}.log",
+    script:
+        "../scripts/evaluate_curve.py"
+
+
+rule returns_table:
+    input:
+        evals=run_files("eval.json"),
+    output:
+        csv=report(
+            ROOT + "/tables/returns.csv",
+            caption="../report/returns.rst",
+            category="Agents",
+            subcategory="Evaluation returns",
+        ),
+        md=ROOT + "/tables/returns.md",
+    log:
+        ROOT + "/logs/returns_table.log",
+    script:
+        "../scripts/returns_table.py"
+
+
+TARGETS.extend(run_files("eval.json"))
+TARGETS.extend(rules.returns_table.output)
+if EVALUATION["intermediate"]:
+    TARGETS.extend(run_files("eval_curve.csv"))

@@ -1,0 +1,38 @@
+# Headless videos and a frame strip of each run's trained agent (PyBullet TinyRenderer).
+from ddrl.eval_config import render_settings
+
+RENDER = render_settings(config)
+
+
+rule render:
+    input:
+        run=RUN_DIR + "/run.json",
+        checkpoint=RUN_DIR + "/checkpoint",
+    output:
+        mp4=report(
+            RUN_DIR + "/video.mp4",
+            caption="../report/video.rst",
+            category="Agents",
+            subcategory="Videos",
+            labels={"run": "{run_id}"},
+        ),
+        gif=RUN_DIR + "/video.gif",
+        png=report(
+            RUN_DIR + "/frames.png",
+            caption="../report/frames.rst",
+            category="Agents",
+            subcategory="Frame strips",
+            labels={"run": "{run_id}"},
+        ),
+    params:
+        spec=run_spec,
+        settings=RENDER,
+    threads: 1
+    log:
+        ROOT + "/logs/render/{run_id}.log",
+    script:
+        "../scripts/render.py"
+
+
+TARGETS.extend(run_files("video.mp4"))
+TARGETS.extend(run_files("frames.png"))

@@ -1,0 +1,15 @@
+"""Snakemake script for rule evaluate_curve. All logic is in ddrl.evaluate."""
+
+import torch
+
+from ddrl.evaluate import write_curve
+from ddrl.snakemake_io import log_to
+from ddrl.study import RunSpec
+
+torch.set_num_threads(snakemake.threads)  # noqa: F821
+with log_to(snakemake.log[0]) as echo:  # noqa: F821
+    spec = RunSpec.from_dict(snakemake.params.spec)  # noqa: F821
+    run_dir = snakemake.input.checkpoint.rsplit("/", 1)[0]  # noqa: F821
+    rows = write_curve(spec, run_dir, snakemake.output[0], snakemake.params.episodes)  # noqa: F821
+    for row in rows:
+        echo(f"ddrl {spec.run_id} eval iter={row['iteration']} return={row['return_mean']:.2f}")
