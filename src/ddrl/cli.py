@@ -100,6 +100,19 @@ def _cmd_teardown(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_slurm_check(args: argparse.Namespace) -> int:
+    from ddrl import slurm
+    from ddrl.study import Study
+
+    study = Study.from_file(args.config)
+    slurm.check_runs(study.runs, args.partition, mem_mb_per_cpu=args.mem_mb_per_cpu)
+    for line in slurm.describe(study):
+        print(line)
+    print(f"{args.config}: {len(study.runs)} training job(s) fit partition "
+          f"{args.partition or '(the default)'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ddrl", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -125,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder (default: results/<study>/runs/<run_id>)")
     p.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS or a private Ray)")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("slurm-check", help="check a study's training jobs against the Slurm "
+                                           "cluster (partition, node sizes) before submitting")
+    p.add_argument("config")
+    p.add_argument("--partition", help="default: the cluster's default partition")
+    p.add_argument("--mem-mb-per-cpu", type=int, default=0,
+                   help="the profile's mem_mb_per_cpu (default: memory not checked)")
+    p.set_defaults(func=_cmd_slurm_check)
 
     p = sub.add_parser("container", help="SageMaker container entry points (train, serve)")
     p.add_argument("entry", choices=["train", "serve"])

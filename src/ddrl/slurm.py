@@ -210,63 +210,89 @@ def read_partitions() -> dict[str, Partition]:
 
 # -- checks before submission -------------------------------------------------------------
 
-def check_runs(runs: Mapping[str, Any], partition: str | None,
-               partitions: Mapping[str, Partition] | None = None,
-               mem_mb_per_cpu: int | None = None) -> list[str]:
-    """Problems that would make a training job fail in the queue, one message each.
-
-    ``partition`` None means the cluster's default partition.
-    """
-    problems: list[str] = []
-    for run_id, spec in runs.items():
-        try:
-            job_request(spec)
-        except ConfigError as err:
-            problems.append(f"run {run_id}: {err}")
-    if problems:
-        return problems
-    partitions = read_partitions() if partitions is None else partitions
-    if partition is None:  # the cluster's default partition
+def request_problem(name: str, partition: str | None, partitions: Mapping[str, Partition], *,
+                    nodes: int, cpus: int, mem_mb: int, gpus: int) -> str | None:
+    """Why a request (per node) cannot run in ``partition`` (None: the default), or None."""
+    if partition is None:
         partition = next((p.name for p in partitions.values() if p.default), None)
         if partition is None:
-            return ["no slurm_partition set and the cluster has no default partition; set "
-                    "slurm_partition in the profile's default-resources"]
+            return (f"{name}: no slurm_partition set and the cluster has no default partition; "
+                    "set slurm_partition in the profile's default-resources")
     if partition not in partitions:
-        return [f"Slurm partition {partition!r} does not exist on this cluster; available: "
-                f"{', '.join(sorted(partitions)) or 'none'} (set slurm_partition in the "
-                "profile's default-resources)"]
+        return (f"{name}: Slurm partition {partition!r} does not exist on this cluster; "
+                f"available: {', '.join(sorted(partitions)) or 'none'} (set slurm_partition "
+                "in the profile's default-resources)")
     part = partitions[partition]
-    biggest = max(((n.cpus, n.mem_mb, n.gpus) for n in part.nodes), default=(0, 0, 0))
-    for run_id, spec in runs.items():
-        req = job_request(spec)
-        fits = [n for n in part.nodes
-                if n.cpus >= req.cpus_per_task
-                and (mem_mb_per_cpu is None or n.mem_mb >= mem_mb_per_cpu * req.cpus_per_task)
-                and n.gpus >= req.gpus]
-        what = (f"{req.cpus_per_task} CPUs" + (f", {req.gpus} GPU(s)" if req.gpus else "")
-                + (f", {mem_mb_per_cpu * req.cpus_per_task} MB" if mem_mb_per_cpu else "")
-                + " per node")
-        if not fits:
-            problems.append(
-                f"run {run_id}: asks for {what}, larger than any node of partition "
-                f"{partition!r} (largest: {biggest[0]} CPUs, {biggest[1]} MB, {biggest[2]} GPUs); "
-                "use fewer env runners or CPUs per runner, or more nodes"
-            )
-        elif req.nodes > len(fits):
-            problems.append(
-                f"run {run_id}: asks for {req.nodes} nodes with {what}, but partition "
-                f"{partition!r} has only {len(fits)} such node(s)"
-            )
-        elif part.max_nodes is not None and req.nodes > part.max_nodes:
-            problems.append(f"run {run_id}: asks for {req.nodes} nodes; partition {partition!r} "
-                            f"allows at most {part.max_nodes} per job")
-    return problems
+    what = f"{cpus} CPUs, {mem_mb} MB" + (f", {gpus} GPU(s)" if gpus else "") + " per node"
+    fits = [n for n in part.nodes if n.cpus >= cpus and n.mem_mb >= mem_mb and n.gpus >= gpus]
+    if not fits:
+        big = max(part.nodes, key=lambda n: (n.cpus, n.mem_mb, n.gpus), default=None)
+        largest = f"{big.cpus} CPUs, {big.mem_mb} MB, {big.gpus} GPUs" if big else "no nodes"
+        return (f"{name}: asks for {what}, larger than any node of partition {partition!r} "
+                f"(largest: {largest}); use fewer env runners or CPUs per runner, more "
+                "nodes, or less memory per CPU")
+    if nodes > len(fits):
+        return (f"{name}: asks for {nodes} nodes with {what}, but partition {partition!r} "
+                f"has only {len(fits)} such node(s)")
+    if part.max_nodes is not None and nodes > part.max_nodes:
+        return (f"{name}: asks for {nodes} nodes; partition {partition!r} allows at most "
+                f"{part.max_nodes} per job")
+    return None
 
 
-def check_or_raise(runs: Mapping[str, Any], partition: str | None, **kw: Any) -> None:
-    problems = check_runs(runs, partition, **kw)
+def _raise_problems(problems: list[str]) -> None:
     if problems:
-        raise ConfigError("the Slurm request cannot be met:\n  " + "\n  ".join(problems))
+        raise ConfigError("the Slurm request cannot be met, nothing was submitted:\n  "
+                          + "\n  ".join(problems))
+
+
+def check_runs(runs: Mapping[str, Any], partition: str | None, mem_mb_per_cpu: int = 0,
+               partitions: Mapping[str, Partition] | None = None) -> None:
+    """Check a study's training runs against the cluster (``ddrl slurm-check``)."""
+    problems, requests = [], {}
+    for run_id, spec in runs.items():
+        try:
+            requests[run_id] = job_request(spec)
+        except ConfigError as err:
+            problems.append(f"run {run_id}: {err}")
+    _raise_problems(problems)
+    partitions = read_partitions() if partitions is None else partitions
+    for run_id, req in requests.items():
+        problem = request_problem(f"run {run_id}", partition, partitions, nodes=req.nodes,
+                                  cpus=req.cpus_per_task, mem_mb=mem_mb_per_cpu * req.cpus_per_task,
+                                  gpus=req.gpus)
+        problems += [problem] if problem else []
+    _raise_problems(problems)
+
+
+def _job_value(job: Any, *names: str) -> Any:
+    for name in names:
+        value = job.resources.get(name)
+        if value is not None:
+            return value.strip("'\"") if isinstance(value, str) else value
+    return None
+
+
+def check_jobs(jobs: Iterable[Any], partitions: Mapping[str, Partition] | None = None) -> None:
+    """Refuse Snakemake jobs whose evaluated Slurm request no node of their partition can
+    meet. The workflow calls this from ``onstart`` when the Slurm executor is in use: after
+    the profile's resources are applied, before anything is submitted."""
+    jobs = [j for j in jobs if not j.is_local]
+    if not jobs:
+        return
+    partitions = read_partitions() if partitions is None else partitions
+    problems = []
+    for job in jobs:
+        name = job.rule.name + (f" {dict(job.wildcards)}" if len(job.wildcards) else "")
+        cpus = int(_job_value(job, "cpus_per_task") or job.threads)
+        per_cpu = _job_value(job, "mem_mb_per_cpu")
+        problem = request_problem(
+            name, _job_value(job, "slurm_partition"), partitions,
+            nodes=int(_job_value(job, "nodes") or 1), cpus=cpus,
+            mem_mb=int(per_cpu) * cpus if per_cpu else int(_job_value(job, "mem_mb") or 0),
+            gpus=int(_job_value(job, "gpu", "gpus") or 0))
+        problems += [problem] if problem else []
+    _raise_problems(problems)
 
 
 # -- a Ray cluster inside one Slurm job ---------------------------------------------------
@@ -476,32 +502,6 @@ def env_runner_placement(algo: Any) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 record["slurm_nodes"] = expand_hostlist(nodelist)
     return record
-
-
-def _profile_resource(workflow: Any, rule: str, name: str) -> Any:
-    """A resource as the profile sets it: set-resources for ``rule``, else default-resources."""
-    settings = workflow.resource_settings
-    for source in ((settings.overwrite_resources or {}).get(rule), settings.default_resources):
-        if not source:
-            continue
-        items = dict(source.unwrapped_items()) if hasattr(source, "unwrapped_items") else dict(source)
-        value = items.get(name)
-        if value is not None and not callable(value):
-            return value.strip("'\"") if isinstance(value, str) else value
-    return None
-
-
-def check_workflow_request(runs: Mapping[str, Any], workflow: Any) -> None:
-    """The pre-submission check the workflow runs when the Slurm executor is in use."""
-    partition = _profile_resource(workflow, "train", "slurm_partition")
-    mem = _profile_resource(workflow, "train", "mem_mb_per_cpu")
-    check_or_raise(runs, partition, mem_mb_per_cpu=int(mem) if mem else None)
-
-
-def main_check(runs: Mapping[str, Any], partition: str | None, mem_mb_per_cpu: int | None,
-               out: Callable[[str], None] = print) -> None:
-    check_or_raise(runs, partition, mem_mb_per_cpu=mem_mb_per_cpu)
-    out(f"Slurm request OK: {len(runs)} run(s) fit partition {partition or '(default)'}")
 
 
 def describe(runs: Iterable[Any]) -> list[str]:

@@ -55,16 +55,15 @@ if CONTAINER:
     container: CONTAINER
 
 
-# Slurm executor: refuse requests the cluster cannot meet before anything is submitted.
-if (
-    workflow.executor_plugin is not None
-    and workflow.executor_plugin.name == "slurm"
-    and not workflow.remote_exec
-):
-    try:
-        ddrl_slurm.check_workflow_request(RUNS, workflow)
-    except ddrl_slurm.DdrlError as err:
-        raise WorkflowError(str(err)) from None
+
+# Slurm executor: refuse requests the cluster cannot meet (unknown partition, more than
+# any node has) before anything is submitted. Runs once, in the submitting process.
+onstart:
+    if getattr(workflow.executor_plugin, "name", None) == "slurm":
+        try:
+            ddrl_slurm.check_jobs(workflow.dag.needrun_jobs())
+        except ddrl_slurm.DdrlError as err:
+            raise WorkflowError(str(err)) from None
 
 
 def run_files(name, run_ids=None):
