@@ -39,6 +39,9 @@ class TD3TorchLearner(TorchLearner):
 
     def build(self) -> None:
         super().build()
+        threads = getattr(self.config, "learner_num_threads", None)
+        if threads and self._device.type == "cpu":
+            torch.set_num_threads(int(threads))
         # (module_id, name) -> loss tensor, from compute_loss_for_module to compute_gradients.
         self._temp_losses: Dict[Any, torch.Tensor] = {}
         # module_id -> observations for an actor step due after this critic step.
