@@ -139,19 +139,30 @@ def _resources_with_defaults(res: Mapping[str, Any]) -> dict[str, int]:
     return {**defaults, **res}
 
 
-def expand_runs(config: Mapping[str, Any], source: str = "config") -> dict[str, RunSpec]:
-    """All runs of a validated config, keyed by run id, in config order."""
+def expand_runs(config: Mapping[str, Any], source: str = "config",
+                inputs: dict[str, list[str]] | None = None) -> dict[str, RunSpec]:
+    """All runs of a validated config, keyed by run id, in config order.
+
+    An experiment with ``hyperparameters_from`` whose file does not exist yet is skipped
+    (ddrl.search.attach_searches says why); ``inputs`` collects each run's input files.
+    """
+    from ddrl.search import best_hyperparameters
+
     runs: dict[str, RunSpec] = {}
     origin: dict[str, str] = {}
     study_hp = config.get("hyperparameters", {})
     ft_defaults = {"max_env_runner_restarts": 10, "restart_delay_s": 1}
     for i, exp in enumerate(config["experiments"]):
         exp_hp = exp.get("hyperparameters", {})
+        best_hp = best_hyperparameters(exp, f"{source}: experiments.{i}")
+        if best_hp is None:
+            continue
         resources = exp.get("resources") or [{}]
         grid = itertools.product(exp["algorithms"], exp["envs"], exp["seeds"], resources)
         for algo, env, seed, res in grid:
             algo_spec = get_algorithm(algo)
-            hp = algo_spec.resolve({**study_hp.get(algo, {}), **exp_hp.get(algo, {})})
+            hp = algo_spec.resolve({**study_hp.get(algo, {}), **best_hp.get(algo, {}),
+                                    **exp_hp.get(algo, {})})
             spec = RunSpec(
                 algorithm=algo,
                 env=env,
@@ -173,6 +184,8 @@ def expand_runs(config: Mapping[str, Any], source: str = "config") -> dict[str, 
                 )
             runs[spec.run_id] = spec
             origin[spec.run_id] = where
+            if inputs is not None and exp.get("hyperparameters_from"):
+                inputs[spec.run_id] = [exp["hyperparameters_from"]]
     return runs
 
 
@@ -184,13 +197,23 @@ class Study:
     config: dict[str, Any]
     runs: dict[str, RunSpec]
     results_dir: Path = Path("results")
+    searches: list = field(default_factory=list)  # ddrl.search.Search
+    search_runs: dict[str, list[str]] = field(default_factory=dict)  # search id -> run ids
+    run_inputs: dict[str, list[str]] = field(default_factory=dict)  # e.g. a best.yaml
+    deferred: list[str] = field(default_factory=list)  # experiments waiting for a search
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], source: str = "config",
                     results_dir: str | Path = "results") -> "Study":
         config = json.loads(json.dumps(config))  # plain, detached copy
         validate_config(config, source)
-        return cls(config["study"], config, expand_runs(config, source), Path(results_dir))
+        inputs: dict[str, list[str]] = {}
+        study = cls(config["study"], config, expand_runs(config, source, inputs),
+                    Path(results_dir), run_inputs=inputs)
+        from ddrl.search import attach_searches
+
+        attach_searches(study, source)
+        return study
 
     @classmethod
     def from_file(cls, path: str | Path, results_dir: str | Path = "results") -> "Study":

@@ -6,6 +6,7 @@ from snakemake.utils import validate
 
 from ddrl import slurm as ddrl_slurm
 from ddrl.errors import ConfigError
+from ddrl.search import experiment_run_ids
 from ddrl.study import Study
 
 try:
@@ -16,6 +17,9 @@ except ConfigError as err:
 validate(config, schema="../schemas/config.schema.yaml", set_default=False)
 
 RUNS = STUDY.runs
+# The experiments' runs: what every stage's run_files() covers. Search trials (also in RUNS,
+# trained by rule train) are reached through rules/search.smk.
+EXPERIMENT_RUNS = experiment_run_ids(STUDY)
 ROOT = f"results/{STUDY.name}"
 RUN_DIR = ROOT + "/runs/{run_id}"
 
@@ -26,6 +30,15 @@ wildcard_constraints:
 
 def run_spec(wildcards):
     return RUNS[wildcards.run_id].to_dict()
+
+
+def run_inputs(wildcards):
+    """Files a run's hyperparameters come from (hyperparameters_from: a search's best.yaml).
+
+    ancient(): the run id already hashes the file's content, so a new winner makes new runs;
+    rewriting the same winner retrains nothing.
+    """
+    return [ancient(p) for p in STUDY.run_inputs.get(wildcards.run_id, [])]
 
 
 def run_threads(wildcards):

@@ -13,6 +13,8 @@ def train_threads(wildcards):
 
 
 rule train:
+    input:
+        run_inputs,
     output:
         progress=RUN_DIR + "/progress.csv",
         run=RUN_DIR + "/run.json",

@@ -1,0 +1,73 @@
+# Hyperparameter search (ddrl.search). A grid search's trials are ordinary runs (rule train,
+# one job and one run folder each); a tune search is one Ray Tune job (ddrl.tune) whose
+# experiment lives in search/<id>/tune/ (not an output, so a rerun resumes it).
+import re
+import sys
+
+SEARCHES = {s.id: s for s in STUDY.searches}
+SEARCH_DIR = ROOT + "/search/{search_id}"
+
+for _msg in STUDY.deferred:
+    print(f"ddrl: {_msg}", file=sys.stderr)
+
+
+wildcard_constraints:
+    search_id="|".join(re.escape(s) for s in SEARCHES) or "(?!)",
+
+
+def search_inputs(wildcards):
+    search = SEARCHES[wildcards.search_id]
+    if search.kind == "tune":
+        return {"trials": f"{ROOT}/search/{search.id}/trials.json"}
+    return {"runs": run_files("run.json", STUDY.search_runs[search.id])}
+
+
+def tune_threads(wildcards):
+    search = SEARCHES[wildcards.search_id]
+    return search.tune.get("num_cpus") or (
+        (search.resources["num_env_runners"] * search.resources["num_cpus_per_env_runner"] + 1)
+        * search.tune["max_concurrent_trials"]
+    )
+
+
+rule search_summary:
+    input:
+        unpack(search_inputs),
+    output:
+        csv=report(
+            SEARCH_DIR + "/leaderboard.csv",
+            caption="../report/search_leaderboard.rst",
+            category="Search",
+            subcategory="{search_id}",
+        ),
+        md=SEARCH_DIR + "/leaderboard.md",
+        best=SEARCH_DIR + "/best.yaml",
+        pdf=SEARCH_DIR + "/parameters.pdf",
+        png=report(
+            SEARCH_DIR + "/parameters.png",
+            caption="../report/search_parameters.rst",
+            category="Search",
+            subcategory="{search_id}",
+        ),
+    log:
+        ROOT + "/logs/search/{search_id}.log",
+    script:
+        "../scripts/search_summary.py"
+
+
+rule tune:
+    output:
+        trials=SEARCH_DIR + "/trials.json",
+    threads: tune_threads
+    log:
+        ROOT + "/logs/tune/{search_id}.log",
+    script:
+        "../scripts/tune.py"
+
+
+if SEARCHES:
+    TARGETS.extend(
+        expand(SEARCH_DIR + "/{name}", search_id=SEARCHES,
+               name=["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf",
+                     "parameters.png"])
+    )
