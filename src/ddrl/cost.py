@@ -24,6 +24,39 @@ from ddrl.errors import ConfigError
 from ddrl.scaling import CONFIG_KEYS, _workers_label
 
 
+# Example prices: Amazon SageMaker training instances, on-demand, us-east-1, in USD per hour,
+# for the two shapes the thesis used (CPU-only nodes; nodes with V100 GPUs). They are
+# EXAMPLES recalled from AWS's public price list as of 2024, not checked live: prices
+# change and differ by region; set your own in the study config (cost.instances).
+EXAMPLE_PRICES_NOTE = (
+    "Prices are EXAMPLES: Amazon SageMaker training, on-demand, us-east-1, USD per instance "
+    "hour, as listed around 2024 (not checked live; prices change). Set cost.instances or "
+    "cost.resource_prices in the study config for real figures."
+)
+EXAMPLE_INSTANCES = {
+    "ml.c5.xlarge": {"vcpus": 4, "gpus": 0, "price_per_hour": 0.204},
+    "ml.c5.2xlarge": {"vcpus": 8, "gpus": 0, "price_per_hour": 0.408},
+    "ml.c5.4xlarge": {"vcpus": 16, "gpus": 0, "price_per_hour": 0.816},
+    "ml.c5.9xlarge": {"vcpus": 36, "gpus": 0, "price_per_hour": 1.836},
+    "ml.c5.18xlarge": {"vcpus": 72, "gpus": 0, "price_per_hour": 3.672},
+    "ml.p3.2xlarge": {"vcpus": 8, "gpus": 1, "price_per_hour": 3.825},
+    "ml.p3.8xlarge": {"vcpus": 32, "gpus": 4, "price_per_hour": 14.688},
+    "ml.p3.16xlarge": {"vcpus": 64, "gpus": 8, "price_per_hour": 28.152},
+    "ml.p3dn.24xlarge": {"vcpus": 96, "gpus": 8, "price_per_hour": 35.894},
+}
+
+
+def with_defaults(cost_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``cost:`` config section with the example prices where it sets none."""
+    cfg = dict(cost_cfg)
+    if not cfg.get("instances") and not cfg.get("resource_prices"):
+        cfg["instances"] = EXAMPLE_INSTANCES
+        cfg.setdefault("prices_note", EXAMPLE_PRICES_NOTE)
+    cfg.setdefault("currency", "USD")
+    cfg.setdefault("prices_note", "Prices from the study config (cost.instances, cost.resource_prices).")
+    return cfg
+
+
 def resource_label(workers: int, envs: int, cpus: int, gpus: int, nodes: int) -> str:
     """The run-id resource tag, as in :attr:`ddrl.study.RunSpec.resource_label`."""
     return f"r{workers}x{envs}c{cpus}g{gpus}" + (f"n{nodes}" if nodes > 1 else "")

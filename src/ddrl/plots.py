@@ -15,6 +15,11 @@ import seaborn as sns  # noqa: E402
 from ddrl import atomic  # noqa: E402
 
 GRID_POINTS = 60
+X_LABELS = {
+    "env_steps": "env steps",
+    # Summed iteration times: training wall-clock without start-up and checkpoint writes.
+    "time_total_s": "training wall-clock time (s)",
+}
 
 
 def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path, dpi: int = 150) -> None:
@@ -71,7 +76,7 @@ def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
                      palette=palette, errorbar=("ci", 95), n_boot=500, seed=0,
                      markers=True, markevery=10, dashes=True, ax=ax)
         ax.set_title(name)
-        ax.set_xlabel("env steps" if x == "env_steps" else "wall-clock time (s)")
+        ax.set_xlabel(X_LABELS.get(x, x))
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(title=None, fontsize=8)

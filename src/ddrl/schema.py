@@ -12,6 +12,7 @@ from typing import Any
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
 from ddrl.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
+from ddrl.scaling_config import COST_SCHEMA, SCALING_SCHEMA
 from ddrl.slurm import SOFTWARE_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
@@ -192,6 +193,8 @@ def config_schema() -> dict[str, Any]:
                 "additionalProperties": False,
             },
             "evaluation": EVALUATION_SCHEMA,
+            "scaling": SCALING_SCHEMA,
+            "cost": COST_SCHEMA,
             "render": RENDER_SCHEMA,
             "search": search_schema(),
             "train_backend": BACKEND_SCHEMA,
