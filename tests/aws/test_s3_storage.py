@@ -1,0 +1,82 @@
+"""The workflow with S3 as its default storage (the real storage plugin) against moto, and
+the AWS profile read by Snakemake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from aws_helpers import BUCKET, FAKE_ENV
+REPO = Path(__file__).resolve().parents[2]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+PREFIX = "wf"
+
+
+def _snakemake(workdir: Path, config: Path, profile: str, *args: str,
+               env: dict | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory",
+         str(workdir), "--configfile", str(config), "--profile", str(REPO / "profiles" / profile),
+         *args], capture_output=True, text=True, env=env or dict(os.environ), timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    return proc
+
+
+def _upload_tree(s3, local_root: Path, rel: Path) -> list[str]:
+    keys = []
+    for path in sorted((local_root / rel).rglob("*")):
+        if path.is_file() and "work" not in path.relative_to(local_root / rel).parts:
+            key = f"{PREFIX}/{path.relative_to(local_root).as_posix()}"
+            s3.upload_file(str(path), BUCKET, key)
+            keys.append(key)
+    return keys
+
+
+def test_plot_rule_reads_and_writes_s3(tiny_study, session, aws, tmp_path):
+    s3 = session.client("s3")
+    # the trained runs live in S3 only; the work directory starts empty
+    uploaded = _upload_tree(s3, tiny_study, Path("results/tiny/runs"))
+    assert any(k.endswith("/run.json") for k in uploaded)
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    config = shutil.copy(tiny_study / "tiny.yaml", workdir / "tiny.yaml")
+    target = "results/tiny/figures/reward_curves.png"
+    proc = _snakemake(
+        workdir, Path(config), "local", target, "--cores", "1",
+        "--default-storage-provider", "s3",
+        "--default-storage-prefix", f"s3://{BUCKET}/{PREFIX}",
+        "--storage-s3-endpoint-url", aws,
+        "--storage-s3-region", FAKE_ENV["AWS_REGION"],
+    )
+    log = proc.stdout + proc.stderr
+    assert "rule plot_rewards" in log
+    assert "rule train:" not in log and "localrule train:" not in log  # nothing retrained
+    # the outputs went back to S3 ...
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX)["Contents"]}
+    for name in ("reward_curves.png", "reward_curves.pdf"):
+        assert f"{PREFIX}/results/tiny/figures/{name}" in keys
+    png = s3.get_object(Bucket=BUCKET, Key=f"{PREFIX}/{target}")["Body"].read()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert f"{PREFIX}/results/tiny/logs/plot_rewards.log" in keys
+    # ... and no secret reached the logs
+    for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_SESSION_TOKEN"]):
+        assert secret not in log
+
+
+def test_aws_profile_plans_the_study_against_s3(session, aws, tmp_path):
+    """Snakemake reads profiles/aws with its settings from the environment (dry run: it
+    plans against the storage but submits nothing)."""
+    env = {**os.environ, "DDRL_IMAGE": "registry.invalid/ddrl:test",
+           "DDRL_S3_PREFIX": f"{BUCKET}/profile-test",
+           "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,
+           "SNAKEMAKE_AWS_BATCH_JOB_QUEUE": "arn:aws:batch:eu-west-1:123456789012:job-queue/q",
+           "SNAKEMAKE_AWS_BATCH_JOB_ROLE": "arn:aws:iam::123456789012:role/r"}
+    config = shutil.copy(REPO / "tests" / "data" / "tiny.yaml", tmp_path / "tiny.yaml")
+    proc = _snakemake(tmp_path, Path(config), "aws", "--dry-run", env=env)
+    out = proc.stdout + proc.stderr
+    assert "train" in out and "plot_rewards" in out
+    assert f"s3://{BUCKET}/profile-test/results/tiny/" in out
