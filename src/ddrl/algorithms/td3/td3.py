@@ -256,6 +256,10 @@ class TD3(SAC):
         if self._sampled_lifetime() < cfg.num_steps_sampled_before_learning_starts:
             return
         self._end_warmup_if_due()
+        # The buffer is not checkpointed (like RLlib's SAC default): after a resume, refill
+        # it to one minibatch before training again.
+        if len(self.local_replay_buffer) < cfg.train_batch_size_per_learner:
+            return
         self._update_debt += new_steps * cfg.updates_per_step
         num_updates = int(math.floor(self._update_debt))
         self._update_debt -= num_updates
