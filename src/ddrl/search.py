@@ -566,7 +566,7 @@ def attach_searches(study: Any, source: str = "config") -> None:
             )
         study.deferred.append(
             f"experiments.{i} waits for {path} (search {produced[os.path.normpath(path)]}); "
-            "run the workflow again after the search to train it"
+            "run `snakemake search` first, then the workflow again to train it"
         )
 
 

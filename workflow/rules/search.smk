@@ -65,9 +65,17 @@ rule tune:
         "../scripts/tune.py"
 
 
-if SEARCHES:
-    TARGETS.extend(
-        expand(SEARCH_DIR + "/{name}", search_id=SEARCHES,
-               name=["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf",
-                     "parameters.png"])
-    )
+SEARCH_TARGETS = expand(
+    SEARCH_DIR + "/{name}",
+    search_id=SEARCHES,
+    name=["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf", "parameters.png"],
+)
+
+
+# `snakemake search`: only the searches (e.g. before the runs that wait for their best.yaml).
+rule search:
+    input:
+        SEARCH_TARGETS,
+
+
+TARGETS.extend(SEARCH_TARGETS)
