@@ -34,6 +34,15 @@ log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
 
 
+def keep_checkpoints(config: dict[str, Any] | None) -> int:
+    """Intermediate checkpoints to keep: all (0) when the study evaluates them
+    (``evaluation.intermediate``), else the newest :data:`KEEP_CHECKPOINTS`. Not part of the
+    run id or the train rule's params: it does not change the result."""
+    from ddrl.eval_config import evaluation_settings
+
+    return 0 if evaluation_settings(config)["intermediate"] else KEEP_CHECKPOINTS
+
+
 class TrainingInterrupted(DdrlError):
     """SIGTERM arrived (Slurm time limit, preemption); a checkpoint was written."""
 

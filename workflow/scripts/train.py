@@ -7,7 +7,7 @@ from pathlib import Path
 from ddrl.slurm import ray_cluster
 from ddrl.snakemake_io import log_to
 from ddrl.study import RunSpec
-from ddrl.train import train_run
+from ddrl.train import keep_checkpoints, train_run
 
 config = snakemake.config  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821
@@ -21,4 +21,5 @@ with log_to(snakemake.log[0]) as echo:  # noqa: F821
         train_on_sagemaker(spec, run_dir, settings, config["study"], print_fn=echo)
     else:
         with ray_cluster(spec, run_dir / "work", print_fn=echo) as address:
-            train_run(spec, run_dir, ray_address=address, print_fn=echo)
+            train_run(spec, run_dir, ray_address=address, print_fn=echo,
+                      keep_checkpoints=keep_checkpoints(config))
