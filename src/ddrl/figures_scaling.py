@@ -27,6 +27,16 @@ FIGURES = {
     "thesis_comparison": "our speedups next to the thesis's published ones",
 }
 
+# figure stem -> report category.
+CATEGORY = {name: "Learning" if name.startswith("fig12-14") else
+            "Cost" if name.startswith("cost") else "Scaling" for name in FIGURES}
+
+
+def output_key(name: str, ext: str) -> str:
+    """Snakemake output name of figure ``name`` (identifiers cannot hold '-')."""
+    return f"{name.replace('-', '_')}_{ext}"
+
+
 SERIES_STYLE = {  # gpu flag -> style
     0: {"color": "black", "marker": "o", "linestyle": "-", "mfc": "black", "label": "CPU only"},
     1: {"color": "0.45", "marker": "s", "linestyle": "--", "mfc": "white", "label": "GPU learner"},

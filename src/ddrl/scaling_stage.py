@@ -7,6 +7,7 @@ Each function here is what one Snakemake rule calls; all the statistics live in
 from __future__ import annotations
 
 import importlib.resources
+import json
 import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -129,6 +130,37 @@ def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
         log.warning("scaling: %s", note)
     return {"speedup": speedup, "breakdown": result.breakdown, "amdahl": amdahl,
             "thesis_comparison": comparison}
+
+
+RUNS_COLUMNS = [
+    Column("run_id", "Run"), Column("status", "Status"), Column("hostname", "Host"),
+    Column("cpu_model", "CPU"), Column("cpu_count", "Cores"), Column("gpus", "GPUs"),
+    Column("ray", "Ray"), Column("torch", "torch"), Column("ddrl", "ddrl"),
+    Column("commit", "Commit"), Column("started", "Started"), Column("finished", "Finished"),
+]
+
+
+def provenance_table(run_dirs: Iterable[str | Path], stem: str | Path) -> pd.DataFrame:
+    """Write ``runs.{csv,md,tex}``: where, with what and from which commit each run ran."""
+    rows = []
+    for run_dir in run_dirs:
+        record = json.loads((Path(run_dir) / "run.json").read_text())
+        host, versions, git = (record.get(k) or {} for k in ("host", "versions", "git"))
+        commit = git.get("commit") or ""
+        rows.append({
+            "run_id": record["run_id"], "status": record.get("status"),
+            "hostname": host.get("hostname"), "cpu_model": host.get("cpu_model"),
+            "cpu_count": host.get("cpu_count"), "gpus": ", ".join(host.get("gpus") or []) or "none",
+            "ray": versions.get("ray"), "torch": versions.get("torch"),
+            "ddrl": versions.get("ddrl"), "python": versions.get("python"),
+            "commit": commit[:10] + (" (dirty)" if git.get("dirty") else ""),
+            "started": record.get("started"), "finished": record.get("finished"),
+            "sessions": record.get("sessions"),
+        })
+    table = pd.DataFrame(rows)
+    write_table(table, RUNS_COLUMNS, stem,
+                caption="Run provenance: host, versions and code revision of every run")
+    return table
 
 
 def cost_stage(run_dirs: Iterable[str | Path], stem: str | Path,

@@ -21,3 +21,40 @@ rule plot_rewards:
 
 
 TARGETS.extend(rules.plot_rewards.output)
+
+
+# The scaling study's figures, each named after the thesis figure it reproduces
+# (ddrl.figures_scaling.FIGURES); captions in workflow/report/<name>.rst.
+from ddrl.figures_scaling import CATEGORY as FIGURE_CATEGORY
+from ddrl.figures_scaling import FIGURES, output_key
+
+
+def _figure(name):
+    stem = f"{ROOT}/figures/{name}"
+    return {
+        output_key(name, "pdf"): stem + ".pdf",
+        output_key(name, "png"): report(stem + ".png", caption=f"../report/{name}.rst",
+                                        category=FIGURE_CATEGORY[name], subcategory="Figures"),
+    }
+
+
+rule plot_scaling:
+    input:
+        progress=run_files("progress.csv"),
+        runs=run_files("run.json"),
+        speedup=ROOT + "/tables/speedup.csv",
+        breakdown=ROOT + "/tables/breakdown.csv",
+        amdahl=ROOT + "/tables/amdahl.csv",
+        thesis=ROOT + "/tables/thesis_comparison.csv",
+        cost=ROOT + "/tables/cost.csv",
+    output:
+        **{k: v for name in FIGURES for k, v in _figure(name).items()},
+    envmodules:
+        *ENVMODULES,
+    log:
+        ROOT + "/logs/plot_scaling.log",
+    script:
+        "../scripts/plot_scaling.py"
+
+
+TARGETS.extend(rules.plot_scaling.output)

@@ -1,0 +1,24 @@
+# What each run cost, and the time and cost to reach the study's return threshold
+# (prices from config `cost:`; example AWS prices when it sets none).
+
+
+rule cost:
+    input:
+        progress=run_files("progress.csv"),
+        runs=run_files("run.json"),
+    output:
+        csv=report(ROOT + "/tables/cost.csv", caption="../report/cost_table.rst",
+                   category="Cost", subcategory="Tables"),
+        md=ROOT + "/tables/cost.md",
+        tex=ROOT + "/tables/cost.tex",
+    params:
+        cost=config.get("cost", {}),
+    envmodules:
+        *ENVMODULES,
+    log:
+        ROOT + "/logs/cost.log",
+    script:
+        "../scripts/cost.py"
+
+
+TARGETS.extend(rules.cost.output)

@@ -1,0 +1,37 @@
+# Iteration times into tables: speedup and efficiency (thesis Tables 6-8), the per-task
+# breakdown, Amdahl fits, our speedups next to the thesis's, and each run's provenance.
+# CSV for data (and the report), Markdown for READMEs, LaTeX booktabs for papers.
+
+
+def _table(name, caption, category="Scaling", subcategory=None):
+    """``name`` as csv (in the report) + md + tex."""
+    stem = f"{ROOT}/tables/{name}"
+    return {
+        name: report(stem + ".csv", caption=f"../report/{caption}.rst", category=category,
+                     subcategory=subcategory or "Tables"),
+        f"{name}_md": stem + ".md",
+        f"{name}_tex": stem + ".tex",
+    }
+
+
+rule scaling:
+    input:
+        progress=run_files("progress.csv"),
+        runs=run_files("run.json"),
+    output:
+        **_table("speedup", "speedup_table"),
+        **_table("breakdown", "breakdown_table"),
+        **_table("amdahl", "amdahl_table"),
+        **_table("thesis_comparison", "thesis_comparison_table"),
+        **_table("runs", "runs_table", category="Provenance", subcategory="Runs"),
+    params:
+        settings=config.get("scaling", {}),
+    envmodules:
+        *ENVMODULES,
+    log:
+        ROOT + "/logs/scaling.log",
+    script:
+        "../scripts/scaling.py"
+
+
+TARGETS.extend(rules.scaling.output)
