@@ -65,5 +65,9 @@ def container_run(tmp_path_factory):
     hp_file.parent.mkdir(parents=True)
     hp_file.write_text(json.dumps(hyperparameters(spec)))
     lines: list[str] = []
-    train_entry(root, print_fn=lines.append)
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in FAKE_ENV.items():  # as in a job whose credentials are in its env
+            mp.setenv(key, value)
+        train_entry(root, print_fn=lines.append)
+    (root / "train.log").write_text("\n".join(lines) + "\n")
     return root, lines, spec
