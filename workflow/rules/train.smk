@@ -24,6 +24,9 @@ rule train:
     threads: train_threads
     resources:
         gpu=run_gpus,
+        # Runs are timing measurements: the local profile allows one training slot, so no
+        # two runs share cores (profiles/local/config.yaml). Unlimited elsewhere.
+        training_slots=1,
         # The Slurm job request (ignored by the local profile): see ddrl.slurm.job_request.
         nodes=run_slurm("nodes"),
         tasks=run_slurm("tasks"),
