@@ -41,24 +41,48 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from ddrl.study import RunSpec, Study
     from ddrl.train import train_run
+
+    spec, study = _run_spec(args)
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = study.run_dir(spec.run_id) if study else Path(f"results/runs/{spec.run_id}")
+    train_run(spec, out, ray_address=args.address)
+    return 0
+
+
+def _run_spec(args: argparse.Namespace):
+    """The run named by ``--spec FILE`` or ``--config FILE --run-id ID``."""
+    from ddrl.study import RunSpec, Study
 
     if args.spec:
         try:
-            spec = RunSpec.from_dict(json.loads(Path(args.spec).read_text()))
+            return RunSpec.from_dict(json.loads(Path(args.spec).read_text())), None
         except (OSError, json.JSONDecodeError) as err:
             raise DdrlError(f"cannot read run spec {args.spec}: {err}") from None
-        out = Path(args.out or f"results/runs/{spec.run_id}")
-    else:
-        study = Study.from_file(args.config, results_dir=args.results)
-        if args.run_id not in study.runs:
-            raise DdrlError(
-                f"run {args.run_id!r} is not in {args.config}; `ddrl runs {args.config}` lists them"
-            )
-        spec = study.runs[args.run_id]
-        out = Path(args.out) if args.out else study.run_dir(args.run_id)
-    train_run(spec, out, ray_address=args.address)
+    study = Study.from_file(args.config, results_dir=args.results)
+    if args.run_id not in study.runs:
+        raise DdrlError(
+            f"run {args.run_id!r} is not in {args.config}; `ddrl runs {args.config}` lists them"
+        )
+    return study.runs[args.run_id], study
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ddrl import atomic
+    from ddrl.evaluate import evaluate_run
+
+    spec, study = _run_spec(args)
+    run_dir = Path(args.run_dir) if args.run_dir else (
+        study.run_dir(spec.run_id) if study else Path(f"results/runs/{spec.run_id}"))
+    if args.checkpoint and not Path(args.checkpoint).exists():
+        raise DdrlError(f"checkpoint {args.checkpoint} does not exist")
+    record = evaluate_run(spec, run_dir, args.episodes, checkpoint=args.checkpoint)
+    if args.out:
+        atomic.write_json(args.out, record)
+    print(f"{spec.run_id}: return {record['return_mean']:.2f} +- {record['return_std']:.2f} "
+          f"over {record['episodes']} episode(s)")
     return 0
 
 
@@ -139,6 +163,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS or a private Ray)")
     p.set_defaults(func=_cmd_train)
 
+    p = sub.add_parser("evaluate", help="evaluate a run's checkpoint (deterministic episodes)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="study config; pick the run with --run-id")
+    src.add_argument("--spec", help="a run spec JSON file")
+    p.add_argument("--run-id")
+    p.add_argument("--results", default="results", help="results root (default: results)")
+    p.add_argument("--run-dir", help="run folder (default: results/<study>/runs/<run_id>)")
+    p.add_argument("--checkpoint", help="a ddrl checkpoint folder (default: the run's final one)")
+    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--out", help="write the record here as JSON (atomically)")
+    p.set_defaults(func=_cmd_evaluate)
+
     p = sub.add_parser("slurm-check", help="check a study's training jobs against the Slurm "
                                            "cluster (partition, node sizes) before submitting")
     p.add_argument("config")
@@ -174,16 +210,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "config", None) and args.command == "train" and not args.run_id:
-        parser.error("train --config needs --run-id")
+    if getattr(args, "config", None) and args.command in ("train", "evaluate") and not args.run_id:
+        parser.error(f"{args.command} --config needs --run-id")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print("ddrl: interrupted", file=sys.stderr)
+        return 130
     except DdrlError as err:
         if args.debug:
             raise
         print(f"ddrl: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a wrong path, a full disk, a permission
+        if args.debug:
+            raise
+        where = f" {err.filename}" if err.filename else ""
+        print(f"ddrl: error:{where}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - one line for users, the traceback on --debug
+        if args.debug:
+            raise
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"ddrl: error: {type(err).__name__}: {first} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,142 @@
+"""Malformed study configs, each with what its error message must say.
+
+Every case is a change to ``base()`` (a valid two-run study); ``expect`` are substrings the
+error must contain: the offending key and the values that would have been allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def base() -> dict[str, Any]:
+    return {
+        "study": "bad",
+        "checkpoint_every": 1,
+        "hyperparameters": {"PPO": {"train_batch_size": 200, "fcnet_hiddens": [16]}},
+        "experiments": [
+            {"algorithms": ["PPO"], "envs": ["CartPole-v1"], "seeds": [1, 2],
+             "resources": [{"num_env_runners": 1}], "budget": {"env_steps": 400}},
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    change: Callable[[dict], Any]
+    expect: tuple[str, ...]
+
+
+def _set(path: str, value: Any) -> Callable[[dict], dict]:
+    def change(cfg: dict) -> dict:
+        node = cfg
+        keys = path.split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if k.isdigit() else node[k]
+        last = keys[-1]
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+        return cfg
+    return change
+
+
+def _drop(path: str) -> Callable[[dict], dict]:
+    def change(cfg: dict) -> dict:
+        node = cfg
+        keys = path.split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if k.isdigit() else node[k]
+        del node[keys[-1]]
+        return cfg
+    return change
+
+
+def _duplicate_experiment(cfg: dict) -> dict:
+    cfg["experiments"].append(copy.deepcopy(cfg["experiments"][0]))
+    cfg["experiments"][1]["seeds"] = [2, 3]
+    return cfg
+
+
+CASES = [
+    Case("unknown algorithm", _set("experiments.0.algorithms", ["PPO", "A3C"]),
+         ("experiments.0.algorithms.1", "'A3C'", "expected one of", "PPO", "SAC")),
+    Case("unknown env id", _set("experiments.0.envs", ["HumanoidBulletEnv-v9"]),
+         ("experiments.0.envs", "unknown env id 'HumanoidBulletEnv-v9'", "HumanoidBulletEnv-v0")),
+    Case("env module that does not exist", _set("experiments.0.envs", ["no_such_pkg:Foo-v0"]),
+         ("experiments.0.envs", "cannot import module 'no_such_pkg'")),
+    Case("zero env runners", _set("experiments.0.resources.0.num_env_runners", 0),
+         ("experiments.0.resources.0.num_env_runners", "0 is less than the minimum of 1")),
+    Case("negative env runners", _set("experiments.0.resources.0.num_env_runners", -2),
+         ("experiments.0.resources.0.num_env_runners", "-2 is less than the minimum of 1")),
+    Case("zero envs per runner", _set("experiments.0.resources.0.num_envs_per_env_runner", 0),
+         ("experiments.0.resources.0.num_envs_per_env_runner", "minimum of 1")),
+    Case("negative GPUs", _set("experiments.0.resources.0.num_gpus_per_learner", -1),
+         ("num_gpus_per_learner", "minimum of 0")),
+    Case("unknown resource key", _set("experiments.0.resources.0.num_workers", 2),
+         ("experiments.0.resources.0", "['num_workers']", "allowed keys", "num_env_runners")),
+    Case("unknown hyperparameter", _set("hyperparameters.PPO.learning_rate", 0.1),
+         ("hyperparameters.PPO", "unknown PPO hyperparameter(s) ['learning_rate']",
+          "PPO accepts", "lr")),
+    Case("hyperparameter of another algorithm",
+         _set("hyperparameters.PPO.actor_lr", 0.001),
+         ("unknown PPO hyperparameter(s) ['actor_lr']", "PPO accepts")),
+    Case("hyperparameters for an unknown algorithm", _set("hyperparameters.DQN", {"lr": 1e-3}),
+         ("hyperparameters", "unknown algorithm(s) ['DQN']", "PPO", "SAC")),
+    Case("wrong type: learning rate as text", _set("hyperparameters.PPO.lr", "fast"),
+         ("hyperparameters.PPO.lr", "'fast' is not of type 'number'")),
+    Case("wrong type: seeds as a string", _set("experiments.0.seeds", "1,2"),
+         ("experiments.0.seeds", "'1,2' is not of type 'array'")),
+    Case("wrong type: seed as a float", _set("experiments.0.seeds", [1.5]),
+         ("experiments.0.seeds.0", "1.5 is not of type 'integer'")),
+    Case("wrong type: hidden sizes", _set("hyperparameters.PPO.fcnet_hiddens", 64),
+         ("hyperparameters.PPO.fcnet_hiddens", "64 is not of type 'array'")),
+    Case("bad enum value", _set("hyperparameters.PPO.fcnet_activation", "sigmoid"),
+         ("hyperparameters.PPO.fcnet_activation", "'sigmoid' is not allowed", "relu", "tanh")),
+    Case("zero budget", _set("experiments.0.budget", {"env_steps": 0}),
+         ("experiments.0.budget.env_steps", "0 is less than the minimum of 1")),
+    Case("zero time budget", _set("experiments.0.budget", {"time_limit_s": 0}),
+         ("experiments.0.budget.time_limit_s", "less than or equal to the minimum of 0")),
+    Case("empty budget", _set("experiments.0.budget", {}),
+         ("experiments.0.budget", "should be non-empty")),
+    Case("missing budget", _drop("experiments.0.budget"),
+         ("experiments.0", "'budget' is a required property")),
+    Case("duplicate runs across experiments", _duplicate_experiment,
+         ("duplicate run", "seed 2", "experiments.0 and experiments.1", "remove one")),
+    Case("duplicate seeds in one experiment", _set("experiments.0.seeds", [1, 1]),
+         ("experiments.0.seeds", "non-unique elements")),
+    Case("zero checkpoint interval", _set("checkpoint_every", 0),
+         ("checkpoint_every", "0 is less than the minimum of 1")),
+    Case("bad on_missing_gpu", _set("on_missing_gpu", "ignore"),
+         ("on_missing_gpu", "'ignore' is not allowed", "'error'", "'cpu'")),
+    Case("negative restarts", _set("fault_tolerance", {"max_env_runner_restarts": -1}),
+         ("fault_tolerance.max_env_runner_restarts", "minimum of 0")),
+    Case("unknown top-level key", _set("experiment", []),
+         ("unknown key(s) ['experiment']", "allowed keys", "experiments")),
+    Case("study name with a slash", _set("study", "my/study"),
+         ("study", "does not match")),
+    Case("no experiments", _set("experiments", []),
+         ("experiments", "should be non-empty")),
+    Case("config is a list", lambda cfg: [cfg],
+         ("expected a mapping at the top level, got list",)),
+]
+
+# YAML text that does not parse, with the line the error must name.
+YAML_ERRORS = [
+    ("unclosed bracket", "study: bad\nexperiments:\n  - algorithms: [PPO\n    envs: [CartPole-v1]\n",
+     "line 4"),
+    ("tab indentation", "study: bad\nexperiments:\n\t- algorithms: [PPO]\n", "line 3"),
+    ("bad mapping", "study: bad\nexperiments: [\n  {algorithms: [PPO], envs: CartPole-v1: x}\n]\n",
+     "line 3"),
+]
+
+# A GPU request on a machine without one: an error, or (on_missing_gpu: cpu) a warning.
+def gpu_request(fallback: bool) -> dict:
+    cfg = _set("experiments.0.resources.0.num_gpus_per_learner", 1)(base())
+    if fallback:
+        cfg["on_missing_gpu"] = "cpu"
+    return cfg

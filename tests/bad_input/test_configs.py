@@ -1,0 +1,104 @@
+"""Malformed configs are rejected before any job starts, with a message naming the key and
+the allowed values: by ddrl.study directly and by `snakemake -n` with the config."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cases import CASES, YAML_ERRORS, base, gpu_request  # noqa: E402
+from conftest import run_snakemake  # noqa: E402
+
+from ddrl.errors import ConfigError  # noqa: E402
+from ddrl.preflight import check_local_gpus  # noqa: E402
+from ddrl.study import Study  # noqa: E402
+
+
+def test_the_base_config_is_valid():
+    assert len(Study.from_config(base()).runs) == 2
+
+
+def test_there_are_at_least_20_distinct_malformed_configs():
+    assert len(CASES) + len(YAML_ERRORS) >= 20
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_study_rejects(case):
+    with pytest.raises(ConfigError) as err:
+        Study.from_config(case.change(base()))
+    message = str(err.value)
+    for part in case.expect:
+        assert part in message, f"{part!r} missing from: {message}"
+    assert "Traceback" not in message
+
+
+@pytest.mark.parametrize("name,text,line", YAML_ERRORS, ids=[c[0] for c in YAML_ERRORS])
+def test_yaml_syntax_errors_name_the_line(tmp_path, name, text, line):
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        Study.from_file(path)
+    message = str(err.value)
+    assert str(path) in message and "YAML syntax error" in message and f"at {line}," in message
+
+
+def test_missing_gpu_is_an_error_or_a_logged_fallback(caplog):
+    with pytest.raises(ConfigError) as err:
+        check_local_gpus(Study.from_config(gpu_request(fallback=False)).runs, gpus=0)
+    assert "num_gpus_per_learner=1" in str(err.value) and "on_missing_gpu: cpu" in str(err.value)
+    with caplog.at_level("WARNING", logger="ddrl.preflight"):
+        lines = check_local_gpus(Study.from_config(gpu_request(fallback=True)).runs, gpus=0)
+    assert len(lines) == 2 and all("trains on the CPU" in line for line in lines)
+    assert [r.getMessage() for r in caplog.records] == lines
+    # A machine with the GPU accepts the same config silently.
+    assert check_local_gpus(Study.from_config(gpu_request(fallback=False)).runs, gpus=1) == []
+
+
+def _cuda() -> bool:
+    from ddrl.preflight import visible_gpus
+
+    return visible_gpus() > 0
+
+
+# Through the workflow: one case of each kind, in parallel (each is a fresh snakemake).
+WORKFLOW_CASES = {c.name: c for c in CASES if c.name in {
+    "unknown algorithm", "zero env runners", "unknown hyperparameter", "zero budget",
+    "duplicate runs across experiments",
+}}
+
+
+def _dry_run(tmp_path: Path, name: str, config: dict | str):
+    workdir = tmp_path / name.replace(" ", "_").replace(":", "")
+    workdir.mkdir()
+    path = workdir / "config.yaml"
+    path.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
+    return workdir, run_snakemake(workdir, path, "-n", check=False, timeout=300)
+
+
+def test_snakemake_rejects_bad_configs_before_any_job(tmp_path):
+    jobs = {name: case.change(base()) for name, case in WORKFLOW_CASES.items()}
+    jobs["gpu without fallback"] = gpu_request(fallback=False)
+    jobs["yaml syntax"] = YAML_ERRORS[0][1]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = dict(zip(jobs, pool.map(lambda kv: _dry_run(tmp_path, *kv), jobs.items())))
+    for name, (workdir, proc) in done.items():
+        if name == "gpu without fallback" and _cuda():
+            continue
+        assert proc.returncode != 0, name
+        err = proc.stdout + proc.stderr
+        assert "Traceback" not in err, (name, err)
+        assert "Job stats" not in err, f"{name}: jobs were planned"
+        assert not (workdir / "results").exists(), name
+        if name in WORKFLOW_CASES:
+            for part in WORKFLOW_CASES[name].expect:
+                assert part in err, f"{name}: {part!r} missing from snakemake's error:\n{err}"
+        elif name == "gpu without fallback":
+            assert "num_gpus_per_learner=1" in err and "on_missing_gpu: cpu" in err, err
+        else:  # snakemake parses --configfile itself and names no line; `ddrl validate` does
+            assert "not valid JSON or YAML" in err, err
