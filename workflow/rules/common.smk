@@ -79,6 +79,18 @@ onstart:
             raise WorkflowError(str(err)) from None
 
 
+# Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback).
+if (
+    workflow.executor_plugin is None or workflow.executor_plugin.common_settings.local_exec
+) and not workflow.remote_exec:
+    from ddrl.preflight import check_local_gpus
+
+    try:
+        check_local_gpus(RUNS)
+    except ConfigError as err:
+        raise WorkflowError(str(err)) from None
+
+
 def run_files(name, run_ids=None):
     """``name`` (e.g. "progress.csv") in the folder of every run, or of ``run_ids``."""
     return [f"{ROOT}/runs/{r}/{name}" for r in (run_ids or RUNS)]
