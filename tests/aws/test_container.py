@@ -79,21 +79,28 @@ def test_return_regex_skips_nan_and_reads_negative_exponent():
     assert re.search(steps, base.format("1.0")).group(1) == "400"
 
 
-def test_train_entry_resumes_from_synced_checkpoints(container_run, tmp_path):
-    """A spot restart: SageMaker restores /opt/ml/checkpoints, the entry resumes from it."""
+def test_train_entry_trains_where_the_synced_checkpoints_are(container_run, tmp_path):
+    """A spot restart: SageMaker restores /opt/ml/checkpoints before `train` starts; the
+    entry hands train_run exactly that run folder, whose newest valid checkpoint train_run
+    resumes from (train_run's resume is tested with the training tests)."""
     import shutil
 
     root, _, spec = container_run
     restarted = tmp_path / "opt_ml"
     shutil.copytree(root / "input", restarted / "input")
     shutil.copytree(root / "checkpoints", restarted / "checkpoints")
-    lines: list[str] = []
-    record = train_entry(restarted, print_fn=lines.append)
-    assert any("resuming from iter_000001" in l for l in lines), lines
-    assert not any(" iter=2 " in l for l in lines)  # the budget was already reached
-    assert record["result"]["iterations"] == 1
-    assert record["sessions"] == 2
-    assert (restarted / "model" / "run.json").exists()
+    seen = {}
+
+    def train(spec_arg, run_dir, print_fn):
+        seen["spec"], seen["run_dir"] = spec_arg, run_dir
+        seen["resume"] = checkpoints.latest_valid(run_dir / "work" / "checkpoints", spec.run_id)
+        return json.loads((run_dir / "run.json").read_text())
+
+    train_entry(restarted, train=train, print_fn=lambda _: None)
+    assert seen["spec"] == spec
+    assert seen["run_dir"] == restarted / "checkpoints" / spec.run_id
+    assert seen["resume"] is not None and seen["resume"][1]["iteration"] == 1
+    assert (restarted / "model" / "policy.pt").exists()
 
 
 def test_bad_hyperparameters_write_the_failure_reason(tmp_path):

@@ -155,6 +155,11 @@ def test_cost_cap_refuses_before_anything_is_created(session, tmp_path):
     assert not (tmp_path / "run" / "work" / JOB_RECORD).exists()
     unknown = SageMakerSettings.from_config(sagemaker_section(instance_type="ml.p3.2xlarge"))
     assert "estimated cost: unknown" in cost_line(unknown)
+    gpu_spec = type(spec).from_dict({**spec.to_dict(),
+                                     "resources": {**spec.resources, "num_gpus_per_learner": 1}})
+    with pytest.raises(ConfigError, match="has no GPU"):
+        train_on_sagemaker(gpu_spec, tmp_path / "run", SageMakerSettings.from_config(
+            sagemaker_section()), "awstiny", session=session)
 
 
 def test_settings_from_env_and_clear_errors():

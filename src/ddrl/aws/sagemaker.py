@@ -133,6 +133,16 @@ def cost_line(settings: SageMakerSettings) -> str:
     return f"estimated cost: at most ${cost:.2f} ({what}{spot})"
 
 
+def check_instance(spec: RunSpec, settings: SageMakerSettings) -> None:
+    """A run with a GPU learner needs a GPU instance (ml.g*, ml.p*)."""
+    if spec.gpus and not re.match(r"^ml\.(g|p)\d", settings.instance_type):
+        raise ConfigError(
+            f"run {spec.run_id} asks for num_gpus_per_learner={spec.gpus} but "
+            f"sagemaker.instance_type {settings.instance_type} has no GPU; use an ml.g* or "
+            "ml.p* type (and the CUDA image, see the Dockerfile)"
+        )
+
+
 def check_cost_cap(settings: SageMakerSettings) -> None:
     if settings.max_cost_usd is None:
         return
@@ -179,6 +189,7 @@ def train_on_sagemaker(
 
     name = _reattachable(sm, record_path, spec, print_fn)
     if name is None:
+        check_instance(spec, settings)
         check_cost_cap(settings)
         name = job_name(spec)
         request = training_job_request(spec, settings, study, name)
@@ -189,8 +200,14 @@ def train_on_sagemaker(
         print_fn(f"ddrl {spec.run_id} submitted {name} "
                  f"(checkpoints: {request['CheckpointConfig']['S3Uri']})")
 
-    desc = wait_for_job(sm, name, settings.poll_s, print_fn=print_fn, sleep=sleep,
-                        logs=_log_reader(session, name))
+    try:
+        desc = wait_for_job(sm, name, settings.poll_s, print_fn=print_fn, sleep=sleep,
+                            logs=_log_reader(session, name))
+    except KeyboardInterrupt:
+        print_fn(f"ddrl {spec.run_id} stopped waiting; SageMaker job {name} keeps running "
+                 f"(at most {settings.max_runtime_s} s). Rerun to re-attach, or stop it with "
+                 f"`aws sagemaker stop-training-job --training-job-name {name}`")
+        raise
     status = desc["TrainingJobStatus"]
     if status != "Completed":
         reason = desc.get("FailureReason", "no reason given")
@@ -260,14 +277,13 @@ def wait_for_job(sm: Any, name: str, poll_s: float, *, print_fn: Callable[[str],
 
 def _log_reader(session: Any, name: str) -> Callable[[], list[str]]:
     """New ddrl progress lines from the job's CloudWatch log streams (best effort)."""
-    state = {"start": 0, "broken": False}
+    state: dict[str, Any] = {"start": 0, "client": None}
 
     def read() -> list[str]:
-        if state["broken"]:
-            return []
         try:
-            logs = session.client("logs")
-            events = logs.filter_log_events(logGroupName="/aws/sagemaker/TrainingJobs",
+            if state["client"] is None:
+                state["client"] = session.client("logs")
+            events = state["client"].filter_log_events(logGroupName="/aws/sagemaker/TrainingJobs",
                                             logStreamNamePrefix=name + "/",
                                             startTime=state["start"]).get("events", [])
         except Exception:  # noqa: BLE001 - no logs yet, or no permission: status still shows
