@@ -202,3 +202,21 @@ def test_hyperparameters_from_another_algorithm_is_refused(tmp_path, monkeypatch
     cfg["experiments"][0]["hyperparameters_from"] = "best.yaml"
     with pytest.raises(ConfigError, match="holds SAC hyperparameters"):
         Study.from_config(cfg)
+
+
+def test_a_changed_tune_search_does_not_continue_the_old_experiment(tmp_path):
+    from ddrl.tune import _retire_stale_experiment
+
+    search = Study.from_config(config(kind="tune", num_samples=4)).searches[0]
+    exp = tmp_path / "tune"
+    lines = []
+    _retire_stale_experiment(search, tmp_path, exp, lines.append)  # nothing there yet
+    exp.mkdir()
+    (exp / "trial").write_text("old")
+    _retire_stale_experiment(search, tmp_path, exp, lines.append)  # same search: kept
+    assert (exp / "trial").exists() and not lines
+    changed = Study.from_config(config(kind="tune", num_samples=8)).searches[0]
+    _retire_stale_experiment(changed, tmp_path, exp, lines.append)
+    assert not exp.exists() and "the search changed" in lines[0]
+    (aside,) = tmp_path.glob("tune.stale-*")
+    assert (aside / "trial").read_text() == "old"

@@ -118,6 +118,19 @@ class Search:
     env_config: Mapping[str, Any] = field(default_factory=dict)
     tune: Mapping[str, Any] = field(default_factory=dict)
 
+    def definition(self) -> dict[str, Any]:
+        """Everything that decides the search's result, as plain data (a Snakemake param,
+        so that a changed search reruns; the tune job compares it to its experiment's)."""
+        return json.loads(json.dumps({
+            "id": self.id, "kind": self.kind, "algorithm": self.algorithm, "env": self.env,
+            "seeds": self.seeds, "fixed": self.fixed, "num_samples": self.num_samples,
+            "sampler_seed": self.sampler_seed, "budget": self.budget,
+            "resources": self.resources, "checkpoint_every": self.checkpoint_every,
+            "env_config": self.env_config, "tune": self.tune,
+            "metric": [self.metric.column, self.metric.last, self.metric.mode],
+            "space": [[d.name, d.kind, d.values, d.low, d.high] for d in self.dimensions],
+        }))
+
     @property
     def names(self) -> list[str]:
         return [d.name for d in self.dimensions]

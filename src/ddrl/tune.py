@@ -176,6 +176,7 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
     concurrent = int(opts["max_concurrent_trials"])
     num_cpus = int(opts.get("num_cpus") or trial_cpus(search) * concurrent)
     started = time.time()
+    _retire_stale_experiment(search, search_dir, path, print_fn)
     with ray_session(num_cpus=num_cpus, address=ray_address):
         trainable = make_trainable(search)
         if tune.Tuner.can_restore(str(path)):
@@ -229,6 +230,25 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
     print_fn(f"ddrl tune {search.id} done: {len(results)} trial(s) in "
              f"{record['session_wall_time_s']:.1f} s this session")
     return results
+
+
+def _retire_stale_experiment(search: Search, search_dir: Path, path: Path,
+                             print_fn: Callable[[str], None]) -> None:
+    """Keep the experiment only if it was started for this very search definition.
+
+    A changed space, budget or metric must not be continued from trials of the old one: the
+    old experiment is moved aside (``tune.stale-<time>``), and the new search starts fresh.
+    """
+    marker = search_dir / "definition.json"
+    definition = search.definition()
+    if path.exists():
+        old = json.loads(marker.read_text()) if marker.exists() else None
+        if old == definition:
+            return
+        aside = search_dir / f"{EXPERIMENT}.stale-{time.strftime('%Y%m%d-%H%M%S')}"
+        path.rename(aside)
+        print_fn(f"ddrl tune {search.id}: the search changed; moved the old experiment to {aside}")
+    atomic.write_json(marker, definition)
 
 
 def _results(search: Search, grid: Any) -> list[TrialResult]:

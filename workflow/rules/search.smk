@@ -22,12 +22,26 @@ def search_inputs(wildcards):
     return {"runs": run_files("run.json", STUDY.search_runs[search.id])}
 
 
+def search_definition(wildcards):
+    return SEARCHES[wildcards.search_id].definition()
+
+
 def tune_threads(wildcards):
     search = SEARCHES[wildcards.search_id]
     return search.tune.get("num_cpus") or (
         (search.resources["num_env_runners"] * search.resources["num_cpus_per_env_runner"] + 1)
         * search.tune["max_concurrent_trials"]
     )
+
+
+def tune_runtime(wildcards, attempt):
+    """Minutes for a tune job (Slurm): its time budget, else trials x their time limit."""
+    search = SEARCHES[wildcards.search_id]
+    seconds = search.tune.get("time_budget_s") or (
+        search.num_samples * search.budget.get("time_limit_s", 3600)
+        / search.tune["max_concurrent_trials"]
+    )
+    return int(seconds * 1.1 / 60 + 10) * attempt
 
 
 rule search_summary:
@@ -49,6 +63,8 @@ rule search_summary:
             category="Search",
             subcategory="{search_id}",
         ),
+    params:
+        search=search_definition,
     log:
         ROOT + "/logs/search/{search_id}.log",
     script:
@@ -58,7 +74,12 @@ rule search_summary:
 rule tune:
     output:
         trials=SEARCH_DIR + "/trials.json",
+    params:
+        search=search_definition,
     threads: tune_threads
+    resources:
+        cpus_per_task=tune_threads,
+        runtime=tune_runtime,
     log:
         ROOT + "/logs/tune/{search_id}.log",
     script:
