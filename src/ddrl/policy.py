@@ -30,7 +30,6 @@ traceable by ``torch.jit.trace`` (tensor operations only).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -387,7 +386,3 @@ def load_run_policy(spec: Any, run_dir: str | Path, checkpoint: str | Path | Non
     path = Path(checkpoint) if checkpoint else Path(run_dir) / "checkpoint"
     return load_policy(path, run_id=spec.run_id, env=spec.env, algorithm=spec.algorithm,
                        env_config=dict(spec.env_config))
-
-
-def describe(policy: RestoredPolicy) -> str:
-    return json.dumps(policy.metadata())
