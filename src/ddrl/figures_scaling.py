@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from matplotlib.ticker import NullFormatter, ScalarFormatter
+
 from ddrl.plots import plt, reward_curves, save_figure
 from ddrl.scaling import PARTS, amdahl_curve
 
@@ -77,10 +79,16 @@ def _empty(pdf, png, message: str) -> None:
 
 
 def _worker_ticks(ax, workers) -> None:
+    """Worker counts as plain x labels; plain numbers on a log y axis too."""
     ticks = sorted({int(w) for w in workers})
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks])
     ax.minorticks_off()
+    if ax.get_yscale() == "log":
+        formatter = ScalarFormatter()
+        formatter.set_scientific(False)
+        ax.yaxis.set_major_formatter(formatter)
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _fit_row(amdahl: pd.DataFrame, key: tuple, gpu: int):
@@ -122,7 +130,7 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
                     label="ideal 1/n (from 1 runner, CPU)")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top] if fit is not None else group["workers"])
+        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("iteration time (s), steady state")
         ax.set_title(_title(key))

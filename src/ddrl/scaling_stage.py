@@ -69,8 +69,8 @@ AMDAHL_COLUMNS = [
     Column("algorithm", "Algorithm"), Column("env", "Env"), Column("series", "Series"),
     Column("workers_measured", "Workers measured"), Column("serial_fraction", "Serial fraction", 3),
     Column("serial_fraction_ci", "95% CI"), Column("max_speedup", "Max speedup", 1),
-    Column("workers_2x", "Workers (2x)"), Column("speedup_2x", "Predicted speedup (2x)", 2),
-    Column("workers_4x", "Workers (4x)"), Column("speedup_4x", "Predicted speedup (4x)", 2),
+    Column("workers_2x", "Workers (2x)", 0), Column("speedup_2x", "Predicted speedup (2x)", 2),
+    Column("workers_4x", "Workers (4x)", 0), Column("speedup_4x", "Predicted speedup (4x)", 2),
     Column("note", "Note"),
 ]
 THESIS_COLUMNS = [

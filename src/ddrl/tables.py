@@ -44,6 +44,13 @@ def _cell(value: Any, decimals: int | None) -> str:
     return str(value)
 
 
+def _numeric(df: pd.DataFrame, columns: Sequence[Column]) -> list[bool]:
+    """Right-align numbers (not booleans, which print as yes/no)."""
+    return [c.decimals is not None or (pd.api.types.is_numeric_dtype(df[c.name])
+                                       and not pd.api.types.is_bool_dtype(df[c.name]))
+            for c in columns]
+
+
 def _rows(df: pd.DataFrame, columns: Sequence[Column]) -> list[list[str]]:
     return [[_cell(row[c.name], c.decimals) for c in columns] for _, row in df.iterrows()]
 
@@ -52,8 +59,7 @@ def to_markdown(df: pd.DataFrame, columns: Sequence[Column], caption: str = "") 
     def esc(text: str) -> str:
         return text.replace("|", "\\|")
 
-    numeric = [c.decimals is not None or pd.api.types.is_numeric_dtype(df[c.name])
-               for c in columns]
+    numeric = _numeric(df, columns)
     lines = []
     if caption:
         lines += [caption, ""]
@@ -76,8 +82,7 @@ def latex_escape(text: str) -> str:
 def to_latex(df: pd.DataFrame, columns: Sequence[Column], caption: str = "",
              label: str = "") -> str:
     """A ``table`` with a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``)."""
-    numeric = [c.decimals is not None or pd.api.types.is_numeric_dtype(df[c.name])
-               for c in columns]
+    numeric = _numeric(df, columns)
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [r"\begin{table}[htbp]", r"\centering"]
     if caption:
