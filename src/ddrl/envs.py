@@ -41,9 +41,12 @@ def check_env_id(env_id: str) -> None:
     """Raise :class:`ConfigError` unless gymnasium can make ``env_id``."""
     module, _, name = env_id.rpartition(":")
     if module:
+        if module.startswith("."):
+            raise ConfigError(f"env {env_id!r}: module {module!r} must be an absolute module "
+                              "name (module:EnvId, e.g. pybullet_envs_gymnasium:HopperBulletEnv-v0)")
         try:
             importlib.import_module(module)
-        except ImportError as err:
+        except (ImportError, ValueError) as err:
             raise ConfigError(f"env {env_id!r}: cannot import module {module!r} ({err})") from None
     else:
         _pybullet_ids()

@@ -69,6 +69,8 @@ CASES = [
          ("experiments.0.envs", "unknown env id 'HumanoidBulletEnv-v9'", "HumanoidBulletEnv-v0")),
     Case("env module that does not exist", _set("experiments.0.envs", ["no_such_pkg:Foo-v0"]),
          ("experiments.0.envs", "cannot import module 'no_such_pkg'")),
+    Case("relative env module", _set("experiments.0.envs", ["..envs:Foo-v0"]),
+         ("experiments.0.envs", "must be an absolute module name", "module:EnvId")),
     Case("zero env runners", _set("experiments.0.resources.0.num_env_runners", 0),
          ("experiments.0.resources.0.num_env_runners", "0 is less than the minimum of 1")),
     Case("negative env runners", _set("experiments.0.resources.0.num_env_runners", -2),
