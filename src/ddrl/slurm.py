@@ -310,11 +310,10 @@ def job_ports(job_id: int | str) -> dict[str, int]:
         "port": base,                        # GCS, on the head node
         "node-manager-port": base + 1,
         "object-manager-port": base + 2,
-        "ray-client-server-port": base + 3,
-        "dashboard-agent-grpc-port": base + 4,
-        "dashboard-agent-listen-port": base + 5,
-        "metrics-export-port": base + 6,
-        "runtime-env-agent-port": base + 7,
+        "dashboard-agent-grpc-port": base + 3,
+        "dashboard-agent-listen-port": base + 4,
+        "metrics-export-port": base + 5,
+        "runtime-env-agent-port": base + 6,
         "min-worker-port": base + 10,
         "max-worker-port": base + PORT_BLOCK - 1,
     }
@@ -330,6 +329,16 @@ def node_address(name: str) -> str:
         raise SlurmError(f"cannot resolve the address {addr!r} of node {name}: {err}") from None
 
 
+def job_nodelist(job_id: str) -> str:
+    """The whole allocation's node list. Not $SLURM_JOB_NODELIST: inside a job step (the
+    Snakemake jobstep runs training through ``srun -n1``) that names the step's nodes only."""
+    recs = parse_records(_scontrol("show", "job", str(job_id)))
+    nodelist = recs[0].get("NodeList") if recs else None
+    if not nodelist or nodelist == "(null)":
+        raise SlurmError(f"Slurm job {job_id} has no nodes allocated (scontrol show job)")
+    return nodelist
+
+
 @dataclass
 class Allocation:
     job_id: str
@@ -340,11 +349,10 @@ class Allocation:
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Allocation":
         env = os.environ if env is None else env
         job_id = env.get("SLURM_JOB_ID")
-        nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
-        if not job_id or not nodelist:
-            raise SlurmError("a multi-node run must run inside a Slurm job (SLURM_JOB_ID and "
-                             "SLURM_JOB_NODELIST unset); use --profile profiles/slurm")
-        nodes = expand_hostlist(nodelist)
+        if not job_id:
+            raise SlurmError("a multi-node run must run inside a Slurm job (SLURM_JOB_ID is "
+                             "unset); use --profile profiles/slurm")
+        nodes = expand_hostlist(job_nodelist(job_id))
         here = env.get("SLURMD_NODENAME")
         if here in nodes:
             nodes.remove(here)
@@ -352,7 +360,7 @@ class Allocation:
         return cls(job_id, nodes, {n: node_address(n) for n in nodes})
 
 
-def _stop(proc: subprocess.Popen, grace: float = 20) -> None:
+def _stop(proc: subprocess.Popen, grace: float = 10) -> None:
     """SIGTERM the process group we started, then SIGKILL after ``grace`` seconds."""
     if proc.poll() is not None:
         return
@@ -433,7 +441,7 @@ def ray_cluster(spec: Any, work_dir: str | Path, *, allocation: Allocation | Non
                 "--num-gpus=0", f"--temp-dir={tmp}-{node}", *common])
         print_fn(f"ddrl ray cluster: head {head} at {address}, workers on "
                  f"{', '.join(nodes[1:])}; env runners per node {list(req.runners_per_node)}")
-        os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)})
+        _use_token_in_this_process(token)
         _connect(ray, address, procs, req.nodes, timeout_s, state)
         print_fn(f"ddrl ray cluster: {req.nodes} nodes up")
         yield address
@@ -448,30 +456,56 @@ def ray_cluster(spec: Any, work_dir: str | Path, *, allocation: Allocation | Non
             else:
                 os.environ[k] = v
         token.unlink(missing_ok=True)
+        with contextlib.suppress(Exception):
+            _refresh_ray_auth()
+
+
+def _refresh_ray_auth() -> None:
+    """Make an already-imported Ray re-read RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH (it caches
+    both when it is imported; this is what Ray itself does when it enables token auth)."""
+    from ray._private.authentication.authentication_token_setup import AuthenticationTokenLoader
+    from ray._raylet import Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _use_token_in_this_process(token: Path) -> None:
+    os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)})
+    _refresh_ray_auth()
 
 
 def _connect(ray: Any, address: str, procs: list, nodes: int, timeout_s: float,
              state: Path) -> None:
+    """Wait for the head's port, connect the driver, wait for every node; fail fast when a
+    Ray process we started exits."""
     deadline = time.monotonic() + timeout_s
-    connected = False
-    while time.monotonic() < deadline:
+    host, port = address.rsplit(":", 1)
+
+    def check_procs() -> None:
         for name, proc in procs:
             if proc.poll() is not None:
                 log = (state / f"{name}.log").read_text(errors="replace")[-2000:]
                 raise SlurmError(f"Ray {name} exited with {proc.returncode} while the cluster "
-                                 f"was starting:\n{log}")
-        try:
-            if not connected:
-                ray.init(address=address, log_to_driver=True, logging_level="WARNING")
-                connected = True
-            alive = [n for n in ray.nodes() if n.get("Alive")]
-            if len(alive) >= nodes:
-                return
-        except (ConnectionError, RuntimeError):  # head not up yet
-            pass
+                                 f"was starting; its log ({state / name}.log) ends:\n{log}")
+
+    while True:  # ray.init would block for minutes on a head that never comes up
+        check_procs()
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=2):
+            break
+        if time.monotonic() > deadline:
+            raise SlurmError(f"the Ray head at {address} did not open its port within "
+                             f"{timeout_s:.0f}s; logs in {state}")
         time.sleep(1)
-    raise SlurmError(f"the Ray cluster at {address} did not reach {nodes} nodes within "
-                     f"{timeout_s:.0f}s; logs in {state}")
+    ray.init(address=address, log_to_driver=True, logging_level="WARNING")
+    while True:
+        check_procs()
+        if sum(1 for n in ray.nodes() if n.get("Alive")) >= nodes:
+            return
+        if time.monotonic() > deadline:
+            raise SlurmError(f"the Ray cluster at {address} did not reach {nodes} nodes "
+                             f"within {timeout_s:.0f}s; logs in {state}")
+        time.sleep(1)
 
 
 # -- records ------------------------------------------------------------------------------
@@ -497,10 +531,8 @@ def env_runner_placement(algo: Any) -> dict[str, Any]:
     record: dict[str, Any] = {"env_runners_per_node": per_node}
     if os.environ.get("SLURM_JOB_ID"):
         record["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
-        nodelist = os.environ.get("SLURM_JOB_NODELIST")
-        if nodelist:
-            with contextlib.suppress(Exception):
-                record["slurm_nodes"] = expand_hostlist(nodelist)
+        with contextlib.suppress(Exception):
+            record["slurm_nodes"] = expand_hostlist(job_nodelist(os.environ["SLURM_JOB_ID"]))
     return record
 
 
