@@ -20,7 +20,7 @@ def amdahl_time(n: int, t1: float = 10.0, f: float = 0.1) -> float:
 def write_run(root: Path, *, algorithm="PPO", env="HumanoidBulletEnv-v0", seed=1, workers=1,
               gpus=0, times=(), steps_per_iter=4000, returns=None, drop=(), shares=(0.6, 0.3, 0.02),
               hp=None, started="2026-01-01T00:00:00+00:00", finished="2026-01-01T00:10:00+00:00",
-              hostname="host-a") -> Path:
+              hostname="host-a", host_gpus=None) -> Path:
     """A finished run folder: progress.csv with ``times`` as iteration times, and run.json."""
     run_id = f"{algorithm.lower()}-{env}-r{workers}g{gpus}-s{seed}"
     run_dir = root / "runs" / run_id
@@ -50,7 +50,8 @@ def write_run(root: Path, *, algorithm="PPO", env="HumanoidBulletEnv-v0", seed=1
                                "nodes": 1},
                  "budget": {"env_steps": steps_per_iter * k}, "hyperparameters": hp or HP},
         "started": started, "finished": finished,
-        "host": {"hostname": hostname, "cpu_model": "Test CPU", "cpu_count": 2},
+        "host": {"hostname": hostname, "cpu_model": "Test CPU", "cpu_count": 2,
+                 "gpus": ["Test GPU"] * gpus if host_gpus is None else host_gpus},
         "versions": {"ray": "2.60.0"}, "git": {"commit": "abc", "dirty": False},
     }
     (run_dir / "run.json").write_text(json.dumps(record))

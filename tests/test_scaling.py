@@ -230,3 +230,10 @@ def test_instances_price_the_cheapest_fit():
     assert what == "ml.p3.8xlarge"  # 9 CPUs do not fit the 8 vCPUs of a p3.2xlarge
     with pytest.raises(ConfigError, match=r"no price for resource setting r200x1c1g0"):
         price_run(cfg, workers=200, envs=1, cpus_per_runner=1, gpus=0, nodes=1)
+
+
+def test_gpu_run_that_fell_back_to_the_cpu_is_flagged(tmp_path):
+    base = write_run(tmp_path, workers=1, times=[9, 4, 4])
+    fell_back = write_run(tmp_path, workers=1, gpus=1, times=[9, 4, 4], host_gpus=[])
+    r = row(aggregate(load_runs([base, fell_back]), 1, n_bootstrap=100).speedup, 1, gpu=1)
+    assert "ran on a host without one (on_missing_gpu: cpu)" in r["note"]

@@ -106,6 +106,7 @@ def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
             hostname=host.get("hostname"),
             cpu_model=host.get("cpu_model"),
             cpu_count=host.get("cpu_count"),
+            host_gpus=len(host.get("gpus") or []) if "gpus" in host else None,
             started=record.get("started"),
             finished=record.get("finished"),
             # Columns a file lacks are recorded so the breakdown can name them.
@@ -221,10 +222,16 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
             "run_ids": " ".join(run_ids),
             "note": "",
         }
+        if cfg["num_gpus_per_learner"] > 0 and (group["host_gpus"] == 0).any():
+            # on_missing_gpu: cpu trained it on the CPU; its label still says GPU.
+            row["note"] = (f"asked for {cfg['num_gpus_per_learner']} GPU(s) but ran on a host "
+                           "without one (on_missing_gpu: cpu): this is a CPU timing")
+            notes.append(f"{cfg['algorithm']} {cfg['env']} {label}: {row['note']}")
         if len(times) == 0:
             n_iter = int(group.groupby("run_id")["iteration"].count().max())
-            row["note"] = (f"no steady-state iterations: {n_iter} iteration(s), warm-up "
-                           f"excludes the first {warmup_iterations}")
+            row["note"] = "; ".join(filter(None, [row["note"], (
+                f"no steady-state iterations: {n_iter} iteration(s), warm-up "
+                f"excludes the first {warmup_iterations}")]))
             notes.append(f"{cfg['algorithm']} {cfg['env']} {label}: {row['note']}")
         else:
             med, q1, q3 = _quartiles(times)
