@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Any, Optional, Type, Union
 
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 
 FAST_BUFFER = "TransitionReplayBuffer"
 RLLIB_BUFFERS = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
+MAX_UPDATES_PER_CALL = 128
+SAMPLE_TAG = "ddrl_td3_sample"
 
 
 class TD3Config(SACConfig):
@@ -84,6 +87,9 @@ class TD3Config(SACConfig):
         # threads, and on a busy machine extra threads oversubscribe the cores (measured
         # 10x slower updates with 2 threads on a loaded 2-core box). None: leave torch alone.
         self.learner_num_threads: Optional[int] = 1
+        # Remote env runners sample the next fragment while the learner trains on the last
+        # one (the policy then lags one fragment behind the learner).
+        self.sample_while_learning = True
         # Overridden SAC defaults.
         self.tau = 0.005
         self.actor_lr = 1e-3
@@ -110,6 +116,7 @@ class TD3Config(SACConfig):
         critic_activation: Optional[str] = NotProvided,
         updates_per_step: Optional[float] = NotProvided,
         learner_num_threads: Optional[int] = NotProvided,
+        sample_while_learning: Optional[bool] = NotProvided,
         **kwargs: Any,
     ) -> "TD3Config":
         """TD3's settings, plus everything ``SACConfig.training`` takes.
@@ -123,6 +130,8 @@ class TD3Config(SACConfig):
             actor_activation, critic_activation: hidden activations.
             updates_per_step: gradient (critic) steps per sampled env step.
             learner_num_threads: torch threads of a CPU learner (None: torch's default).
+            sample_while_learning: with remote env runners, let them sample the next
+                fragment while the learner trains (one fragment of policy lag).
         """
         super().training(**kwargs)
         for name, value in [
@@ -132,6 +141,7 @@ class TD3Config(SACConfig):
             ("critic_hiddens", critic_hiddens), ("critic_activation", critic_activation),
             ("updates_per_step", updates_per_step),
             ("learner_num_threads", learner_num_threads),
+            ("sample_while_learning", sample_while_learning),
         ]:
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -236,6 +246,36 @@ class TD3(SAC):
         if self._on_learner(lambda learner: learner.uniform_warmup()):
             self._on_learner(lambda learner: learner.set_uniform_warmup(False))
 
+    # -- sampling while learning ---------------------------------------------------------
+    def _overlap_sampling(self) -> bool:
+        group = self.env_runner_group
+        return bool(self.config.sample_while_learning and group is not None
+                    and group.num_healthy_remote_workers() > 0)
+
+    def _launch_sample(self) -> None:
+        self._samples_in_flight = self.env_runner_group.foreach_env_runner_async(
+            lambda runner: (runner.sample(), runner.get_metrics()), tag=SAMPLE_TAG
+        )
+
+    def _collect_sample(self) -> tuple[list, list]:
+        """Wait for the fragments launched earlier (launching them first if none are)."""
+        if not getattr(self, "_samples_in_flight", 0):
+            self._launch_sample()
+        results = []
+        deadline = time.monotonic() + (self.config.sample_timeout_s or 1e9)
+        while len(results) < self._samples_in_flight and time.monotonic() < deadline:
+            results += self.env_runner_group.fetch_ready_async_reqs(
+                tags=SAMPLE_TAG, timeout_seconds=min(1.0, max(0.0, deadline - time.monotonic()))
+            )
+            if self.env_runner_group.num_healthy_remote_workers() == 0:
+                break
+        if len(results) < self._samples_in_flight:
+            log.warning("%d of %d env runner sample requests did not return",
+                        self._samples_in_flight - len(results), self._samples_in_flight)
+        self._samples_in_flight = 0
+        episodes = [e for _, (eps, _) in results for e in eps]
+        return episodes, [metrics for _, (_, metrics) in results]
+
     # -- training step ------------------------------------------------------------------
     def training_step(self) -> None:
         if not isinstance(self.local_replay_buffer, TransitionReplayBuffer):
@@ -243,13 +283,18 @@ class TD3(SAC):
             return super().training_step()
         cfg = self.config
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, env_runner_results = synchronous_parallel_sample(
-                worker_set=self.env_runner_group,
-                concat=True,
-                sample_timeout_s=cfg.sample_timeout_s,
-                _uses_new_env_runners=True,
-                _return_metrics=True,
-            )
+            if self._overlap_sampling():
+                episodes, env_runner_results = self._collect_sample()
+                # Sampling the next fragment overlaps with the updates below.
+                self._launch_sample()
+            else:
+                episodes, env_runner_results = synchronous_parallel_sample(
+                    worker_set=self.env_runner_group,
+                    concat=True,
+                    sample_timeout_s=cfg.sample_timeout_s,
+                    _uses_new_env_runners=True,
+                    _return_metrics=True,
+                )
         self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
         with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
             new_steps = self.local_replay_buffer.add(episodes)
@@ -266,14 +311,20 @@ class TD3(SAC):
         if num_updates == 0:
             return
         batch_size = cfg.train_batch_size_per_learner
-        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
-            data = self.local_replay_buffer.sample(batch_size, num_updates)
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            stats = self._on_learner(
-                lambda learner: learner.update_from_transitions(data, num_updates, batch_size)
-            )
-        for key, value in stats.items():
-            self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, key), value, window=1)
+        # Many env runners sample many steps per training step; cap the minibatches drawn
+        # and shipped per learner call so the batch stays a few MB.
+        chunk = max(1, MAX_UPDATES_PER_CALL)
+        for first in range(0, num_updates, chunk):
+            n = min(chunk, num_updates - first)
+            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
+                data = self.local_replay_buffer.sample(batch_size, n)
+            with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                stats = self._on_learner(
+                    lambda learner: learner.update_from_transitions(data, n, batch_size)
+                )
+            for key, value in stats.items():
+                self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, key), value,
+                                       window=1)
         trained = num_updates * batch_size
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, NUM_ENV_STEPS_TRAINED),
                                trained, reduce="sum", clear_on_reduce=True)
