@@ -3,6 +3,7 @@ the AWS profile read by Snakemake."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -80,3 +81,51 @@ def test_aws_profile_plans_the_study_against_s3(session, aws, tmp_path):
     out = proc.stdout + proc.stderr
     assert "train" in out and "plot_rewards" in out
     assert f"s3://{BUCKET}/profile-test/results/tiny/" in out
+
+
+def test_aws_profile_submits_batch_jobs(session, aws, tmp_path):
+    """The aws profile through the real Batch executor plugin against moto's Batch: the job
+    definition carries the image, the profile's timeout and the rule's CPUs, and no secret.
+    (Moto runs no containers, so the job itself fails; that is all it can tell.)"""
+    import boto3
+
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName="ddrl-batch-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    batch = boto3.client("batch")
+    ce = batch.create_compute_environment(computeEnvironmentName="ddrl-ce", type="UNMANAGED",
+                                          state="ENABLED", serviceRole=role)["computeEnvironmentArn"]
+    queue = batch.create_job_queue(jobQueueName="ddrl-queue", state="ENABLED", priority=1,
+                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": ce}]
+                                   )["jobQueueArn"]
+    env = {**os.environ, "DDRL_IMAGE": "registry.invalid/ddrl:test",
+           "DDRL_S3_PREFIX": f"{BUCKET}/batch-test",
+           "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,
+           "SNAKEMAKE_AWS_BATCH_JOB_QUEUE": queue, "SNAKEMAKE_AWS_BATCH_JOB_ROLE": role}
+    config = shutil.copy(REPO / "tests" / "data" / "tiny.yaml", tmp_path / "tiny.yaml")
+    from ddrl.study import Study
+
+    run_id = next(r for r, s in Study.from_file(config).runs.items()
+                  if s.algorithm == "PPO" and s.resources["num_env_runners"] == 2)
+    # Batch jobs get the workflow sources through the storage: they must lie below the
+    # directory Snakemake runs in (as in a checkout of this repository)
+    shutil.copytree(REPO / "workflow", tmp_path / "workflow",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--configfile", "tiny.yaml",
+         "--profile", str(REPO / "profiles" / "aws"), "--retries", "0",
+         f"results/tiny/runs/{run_id}/run.json"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "AWS Batch job failed" in out, out[-3000:]
+    (jobdef,) = batch.describe_job_definitions()["jobDefinitions"]
+    props = jobdef["containerProperties"]
+    assert props["image"] == "registry.invalid/ddrl:test"
+    assert props["jobRoleArn"] == role
+    assert jobdef["timeout"] == {"attemptDurationSeconds": 86400}
+    assert {"type": "VCPU", "value": "4"} in props["resourceRequirements"]  # 2 runners + driver, rounded up
+    assert {"type": "MEMORY", "value": "8192"} in props["resourceRequirements"]
+    assert "snakemake" in " ".join(props["command"]) and run_id in " ".join(props["command"])
+    (job,) = batch.list_jobs(jobQueue=queue, jobStatus="FAILED")["jobSummaryList"]
+    text = json.dumps(jobdef) + out
+    for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_SESSION_TOKEN"]):
+        assert secret not in text

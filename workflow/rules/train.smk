@@ -5,11 +5,17 @@
 # train_backend: sagemaker sends the run to a SageMaker job (ddrl.aws.sagemaker); this job
 # then only waits and downloads, so it takes one thread. The backend is not a param: where
 # a run trains does not change its result, so switching it reruns nothing.
+from ddrl.aws.batch import batch_vcpus, on_aws_batch
+
 TRAIN_BACKEND = config.get("train_backend", "local")
 
 
 def train_threads(wildcards):
-    return 1 if TRAIN_BACKEND == "sagemaker" else run_threads(wildcards)
+    if TRAIN_BACKEND == "sagemaker":
+        return 1
+    if on_aws_batch(workflow):  # Batch takes 1, 2, 4, 8 or 16 vCPUs (ddrl.aws.batch)
+        return batch_vcpus(run_threads(wildcards))
+    return run_threads(wildcards)
 
 
 rule train:

@@ -320,7 +320,10 @@ def download_run(s3: Any, artifact_uri: str, run_dir: str | Path, run_id: str,
     bucket, key = parse_s3_uri(artifact_uri)
     with tempfile.TemporaryDirectory(prefix=".sagemaker-", dir=run_dir) as tmp:
         archive = Path(tmp) / "model.tar.gz"
-        s3.download_file(bucket, key, str(archive))
+        try:
+            s3.download_file(bucket, key, str(archive))
+        except Exception as err:  # botocore's ClientError (404, 403) or a connection error
+            raise DdrlError(f"cannot download the model artifact {artifact_uri}: {err}") from None
         unpacked = Path(tmp) / "model"
         with tarfile.open(archive) as tar:
             tar.extractall(unpacked, filter="data")  # refuses absolute paths and ../
