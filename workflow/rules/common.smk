@@ -1,4 +1,5 @@
 # Validation, the study's runs, and path helpers shared by every stage.
+import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -62,7 +63,10 @@ def run_runtime(wildcards, attempt):
 # Software on a cluster (config `software:`): modules for --sdm env-modules, an image for
 # --sdm apptainer. Both are ignored unless that deployment method is asked for.
 ENVMODULES = config.get("software", {}).get("envmodules", [])
-CONTAINER = config.get("software", {}).get("container")
+# The image defaults to $DDRL_IMAGE, the one the AWS profile uses (built from Dockerfile).
+CONTAINER = config.get("software", {}).get("container") or (
+    "docker://" + os.environ["DDRL_IMAGE"] if os.environ.get("DDRL_IMAGE") else None
+)
 if CONTAINER:
 
     container: CONTAINER
