@@ -27,27 +27,25 @@ def _snakemake(workdir: Path, config: Path, profile: str, *args: str,
     return proc
 
 
-def _upload_tree(s3, local_root: Path, rel: Path) -> list[str]:
-    keys = []
-    for path in sorted((local_root / rel).rglob("*")):
-        if path.is_file() and "work" not in path.relative_to(local_root / rel).parts:
-            key = f"{PREFIX}/{path.relative_to(local_root).as_posix()}"
-            s3.upload_file(str(path), BUCKET, key)
-            keys.append(key)
-    return keys
+def test_plot_rule_reads_and_writes_s3(container_run, session, aws, tmp_path):
+    """A trained run exists only in S3; the plot rule reads it there and writes back."""
+    import yaml
 
+    from aws_helpers import TINY_SAGEMAKER_STUDY
 
-def test_plot_rule_reads_and_writes_s3(tiny_study, session, aws, tmp_path):
+    root, _, spec = container_run
     s3 = session.client("s3")
-    # the trained runs live in S3 only; the work directory starts empty
-    uploaded = _upload_tree(s3, tiny_study, Path("results/tiny/runs"))
-    assert any(k.endswith("/run.json") for k in uploaded)
+    run_prefix = f"{PREFIX}/results/awstiny/runs/{spec.run_id}"
+    for path in sorted((root / "model").rglob("*")):
+        if path.is_file() and path.name != "policy.pt":
+            s3.upload_file(str(path), BUCKET, f"{run_prefix}/{path.relative_to(root / 'model').as_posix()}")
     workdir = tmp_path / "wd"
     workdir.mkdir()
-    config = shutil.copy(tiny_study / "tiny.yaml", workdir / "tiny.yaml")
-    target = "results/tiny/figures/reward_curves.png"
+    config = workdir / "study.yaml"
+    config.write_text(yaml.safe_dump(TINY_SAGEMAKER_STUDY))
+    target = "results/awstiny/figures/reward_curves.png"
     proc = _snakemake(
-        workdir, Path(config), "local", target, "--cores", "1",
+        workdir, config, "local", target, "--cores", "1",
         "--default-storage-provider", "s3",
         "--default-storage-prefix", f"s3://{BUCKET}/{PREFIX}",
         "--storage-s3-endpoint-url", aws,
@@ -55,14 +53,15 @@ def test_plot_rule_reads_and_writes_s3(tiny_study, session, aws, tmp_path):
     )
     log = proc.stdout + proc.stderr
     assert "rule plot_rewards" in log
-    assert "rule train:" not in log and "localrule train:" not in log  # nothing retrained
+    assert "rule train:" not in log  # the run in S3 counts as done: nothing retrained
     # the outputs went back to S3 ...
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX)["Contents"]}
     for name in ("reward_curves.png", "reward_curves.pdf"):
-        assert f"{PREFIX}/results/tiny/figures/{name}" in keys
+        assert f"{PREFIX}/results/awstiny/figures/{name}" in keys
     png = s3.get_object(Bucket=BUCKET, Key=f"{PREFIX}/{target}")["Body"].read()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
-    assert f"{PREFIX}/results/tiny/logs/plot_rewards.log" in keys
+    assert f"{PREFIX}/results/awstiny/logs/plot_rewards.log" in keys
+    assert not (workdir / "results").exists()  # nothing written outside the storage
     # ... and no secret reached the logs
     for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_SESSION_TOKEN"]):
         assert secret not in log
