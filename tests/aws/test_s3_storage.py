@@ -1,5 +1,5 @@
 """The workflow with S3 as its default storage (the real storage plugin) against moto, and
-the AWS profile read by Snakemake."""
+the AWS profile submitting to moto's Batch through the real executor plugin."""
 
 from __future__ import annotations
 
@@ -67,21 +67,6 @@ def test_plot_rule_reads_and_writes_s3(container_run, session, aws, tmp_path):
         assert secret not in log
 
 
-def test_aws_profile_plans_the_study_against_s3(session, aws, tmp_path):
-    """Snakemake reads profiles/aws with its settings from the environment (dry run: it
-    plans against the storage but submits nothing)."""
-    env = {**os.environ, "DDRL_IMAGE": "registry.invalid/ddrl:test",
-           "DDRL_S3_PREFIX": f"{BUCKET}/profile-test",
-           "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,
-           "SNAKEMAKE_AWS_BATCH_JOB_QUEUE": "arn:aws:batch:eu-west-1:123456789012:job-queue/q",
-           "SNAKEMAKE_AWS_BATCH_JOB_ROLE": "arn:aws:iam::123456789012:role/r"}
-    config = shutil.copy(REPO / "tests" / "data" / "tiny.yaml", tmp_path / "tiny.yaml")
-    proc = _snakemake(tmp_path, Path(config), "aws", "--dry-run", env=env)
-    out = proc.stdout + proc.stderr
-    assert "train" in out and "plot_rewards" in out
-    assert f"s3://{BUCKET}/profile-test/results/tiny/" in out
-
-
 def test_aws_profile_submits_batch_jobs(session, aws, tmp_path):
     """The aws profile through the real Batch executor plugin against moto's Batch: the job
     definition carries the image, the profile's timeout and the rule's CPUs, and no secret.
@@ -116,6 +101,8 @@ def test_aws_profile_submits_batch_jobs(session, aws, tmp_path):
         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "AWS Batch job failed" in out, out[-3000:]
+    # the profile's storage prefix, from the environment
+    assert f"s3://{BUCKET}/batch-test/results/tiny/runs/{run_id}/run.json" in out
     (jobdef,) = batch.describe_job_definitions()["jobDefinitions"]
     props = jobdef["containerProperties"]
     assert props["image"] == "registry.invalid/ddrl:test"
