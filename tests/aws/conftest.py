@@ -34,7 +34,8 @@ def aws(moto_server, monkeypatch):
     url, env = moto_server
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SAGEMAKER"):
+    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SAGEMAKER",
+                "DDRL_SAGEMAKER_IMAGE", "DDRL_SAGEMAKER_ROLE", "DDRL_SAGEMAKER_BUCKET"):
         monkeypatch.delenv(key, raising=False)
     yield url
     requests.post(f"{url}/moto-api/reset", timeout=10)

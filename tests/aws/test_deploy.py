@@ -101,3 +101,27 @@ def test_deploy_needs_an_exported_policy(session, tmp_path):
     with pytest.raises(DdrlError, match="export the run's policy"):
         deploy(run, SageMakerSettings.from_config(sagemaker_section()), "s", run / "endpoint.json",
                session=session)
+
+
+def test_cli_deploy_and_teardown(session, aws, run_dir, capsys):
+    import yaml
+
+    from aws_helpers import TINY_SAGEMAKER_STUDY
+    from ddrl.cli import main
+
+    answer = create_app(run_dir).test_client().post(
+        "/invocations", json={"observations": [[0.0] * OBS]}).get_data(as_text=True)
+    _queue_endpoint_answer(aws, answer)
+    config = run_dir.parent / "study.yaml"
+    config.write_text(yaml.safe_dump({**TINY_SAGEMAKER_STUDY,
+                                      "sagemaker": sagemaker_section(poll_s=0.01)}))
+    assert main(["deploy", str(run_dir), "--config", str(config), "--name", "ddrl-cli-endpoint"]) == 0
+    record = json.loads((run_dir / "endpoint.json").read_text())
+    assert record["endpoint_name"] == "ddrl-cli-endpoint" and record["region"] == "eu-west-1"
+    assert "ddrl teardown" in capsys.readouterr().out
+    assert main(["teardown", str(run_dir / "endpoint.json")]) == 0
+    assert session.client("sagemaker").list_endpoints()["Endpoints"] == []
+    # a config without the account-specific settings is refused with a clear message
+    config.write_text(yaml.safe_dump({**TINY_SAGEMAKER_STUDY, "sagemaker": {"prefix": "x"}}))
+    assert main(["deploy", str(run_dir), "--config", str(config)]) == 2
+    assert "sagemaker.image (or $DDRL_SAGEMAKER_IMAGE)" in capsys.readouterr().err
