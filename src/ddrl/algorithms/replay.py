@@ -47,7 +47,10 @@ class TransitionReplayBuffer:
             self._arrays[name] = np.zeros((self.capacity,) + col.shape[1:], dtype=dtype)
 
     def add_transitions(self, data: Mapping[str, np.ndarray]) -> int:
-        """Append a batch of transitions (each column has the same leading length)."""
+        """Append a batch of transitions (each column has the same leading length).
+
+        Returns how many were given; beyond ``capacity`` only the newest are kept.
+        """
         n = len(data["rewards"])
         if n == 0:
             return 0
@@ -57,6 +60,7 @@ class TransitionReplayBuffer:
         if self._arrays is None:
             self._allocate(data)
         assert self._arrays is not None
+        total = n
         if n > self.capacity:  # only the newest ``capacity`` transitions survive
             data = {k: np.asarray(data[k])[-self.capacity:] for k in COLUMNS}
             n = self.capacity
@@ -68,8 +72,8 @@ class TransitionReplayBuffer:
                 self._arrays[name][: n - first] = col[first:]
         self._next = (self._next + n) % self.capacity
         self._size = min(self._size + n, self.capacity)
-        self._added += n
-        return n
+        self._added += total
+        return total
 
     def add(self, episodes: Iterable[Any]) -> int:
         """Append the transitions of RLlib ``SingleAgentEpisode`` chunks; returns how many."""
