@@ -288,17 +288,13 @@ def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def read_checkpoint_manifest(checkpoint: Path, run_id: str) -> dict[str, Any]:
-    """The ddrl manifest of a run's checkpoint, checked; errors name the run."""
+    """The ddrl manifest of a run's checkpoint, its files checked; errors name the run."""
     if not checkpoint.is_dir():
         raise CheckpointError(f"run {run_id}: no checkpoint at {checkpoint} (train the run first)")
     try:
         manifest = checkpoints.read_manifest(checkpoint)
     except CheckpointError as err:
         raise CheckpointError(f"run {run_id}: {err}") from None
-    if manifest.get("run_id") not in (None, run_id):
-        raise CheckpointError(
-            f"run {run_id}: checkpoint {checkpoint} belongs to run {manifest['run_id']}"
-        )
     return manifest
 
 
@@ -324,6 +320,10 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
         raise ConfigError(
             f"run {run_id}: checkpoint {checkpoint} was trained with {trained_algo}, "
             f"but the run asks for {algorithm}"
+        )
+    if manifest.get("run_id") not in (None, run_id):
+        raise CheckpointError(
+            f"run {run_id}: checkpoint {checkpoint} belongs to run {manifest['run_id']}"
         )
     env = env or trained_env
     algorithm = algorithm or trained_algo
