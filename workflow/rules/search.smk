@@ -93,6 +93,10 @@ SEARCH_TARGETS = expand(
 )
 
 
+localrules:
+    search,
+
+
 # `snakemake search`: only the searches (e.g. before the runs that wait for their best.yaml).
 rule search:
     input:
