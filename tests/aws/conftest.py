@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from aws_helpers import BUCKET, FAKE_ENV, tiny_spec
+from aws.aws_helpers import BUCKET, FAKE_ENV, tiny_spec
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from ddrl.aws.sagemaker import METRIC_DEFINITIONS, hyperparameters
 from ddrl.errors import ConfigError
 from ddrl.results import read_run
 
-from aws_helpers import tiny_spec
+from aws.aws_helpers import tiny_spec
 
 
 def test_hyperparameters_round_trip_to_the_same_run():

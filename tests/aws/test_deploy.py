@@ -10,7 +10,7 @@ import pytest
 import requests
 import torch
 
-from aws_helpers import BUCKET, IMAGE, ROLE, sagemaker_section, write_policy
+from aws.aws_helpers import BUCKET, IMAGE, ROLE, sagemaker_section, write_policy
 from ddrl.aws.deploy import EndpointFailed, deploy, teardown
 from ddrl.aws.serve import create_app
 from ddrl.aws.settings import SageMakerSettings
@@ -106,7 +106,7 @@ def test_deploy_needs_an_exported_policy(session, tmp_path):
 def test_cli_deploy_and_teardown(session, aws, run_dir, capsys):
     import yaml
 
-    from aws_helpers import TINY_SAGEMAKER_STUDY
+    from aws.aws_helpers import TINY_SAGEMAKER_STUDY
     from ddrl.cli import main
 
     answer = create_app(run_dir).test_client().post(

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aws_helpers import BUCKET, FAKE_ENV
+from aws.aws_helpers import BUCKET, FAKE_ENV
 REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PREFIX = "wf"
@@ -31,7 +31,7 @@ def test_plot_rule_reads_and_writes_s3(container_run, session, aws, tmp_path):
     """A trained run exists only in S3; the plot rule reads it there and writes back."""
     import yaml
 
-    from aws_helpers import TINY_SAGEMAKER_STUDY
+    from aws.aws_helpers import TINY_SAGEMAKER_STUDY
 
     root, _, spec = container_run
     s3 = session.client("s3")

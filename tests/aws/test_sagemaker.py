@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aws_helpers import BUCKET, IMAGE, ROLE, sagemaker_section, tiny_spec
+from aws.aws_helpers import BUCKET, IMAGE, ROLE, sagemaker_section, tiny_spec
 from ddrl import checkpoints
 from ddrl.aws.sagemaker import (JOB_RECORD, METRIC_DEFINITIONS, SageMakerJobFailed,
                                 checkpoint_uri, cost_line, job_name, train_on_sagemaker,
@@ -174,7 +174,7 @@ def test_settings_from_env_and_clear_errors():
 
 def test_study_config_accepts_the_sagemaker_section():
     from ddrl.study import Study, validate_config
-    from aws_helpers import TINY_SAGEMAKER_STUDY
+    from aws.aws_helpers import TINY_SAGEMAKER_STUDY
 
     Study.from_config({**TINY_SAGEMAKER_STUDY, "train_backend": "sagemaker",
                        "sagemaker": sagemaker_section(spot=True)})
@@ -194,7 +194,7 @@ def test_train_rule_uses_the_sagemaker_backend(session, aws, container_run, tmp_
 
     import yaml
 
-    from aws_helpers import TINY_SAGEMAKER_STUDY
+    from aws.aws_helpers import TINY_SAGEMAKER_STUDY
 
     root, _, spec = container_run
     repo = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from aws_helpers import FAKE_ENV
+from aws.aws_helpers import FAKE_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 # AWS access key ids (long-term AKIA, temporary ASIA), and a 40-character secret next to

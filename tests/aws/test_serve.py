@@ -13,7 +13,7 @@ import pytest
 import requests
 import torch
 
-from aws_helpers import write_policy
+from aws.aws_helpers import write_policy
 
 OBS, ACT = 5, 2
 

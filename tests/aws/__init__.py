@@ -1,0 +1,1 @@
+"""AWS tests (a package, so its conftest does not shadow tests/conftest.py for `from conftest import ...`)."""
