@@ -24,22 +24,39 @@ class EnvRunnerFailure(DdrlError):
     """An env runner crashed more often than the run allows."""
 
 
-def _death(actor_id_hex: str) -> tuple[str, int | None] | None:
-    """(cause, pid) of a permanently dead actor, or None while it lives or restarts."""
+def _exception_line(text: str) -> str | None:
+    """The most telling exception line of a traceback: the last one with a message."""
+    found = [line.strip() for line in text.splitlines()
+             if _EXC_LINE.match(line.strip()) and not line.strip().startswith(("SystemExit", "ray."))]
+    with_message = [line for line in found if ": " in line]
+    return (with_message or found or [None])[-1]
+
+
+def _death_of(info: dict[str, Any] | None) -> tuple[str, int | None, str | None] | None:
+    """(cause, pid, error) of a permanently dead actor, or None while it lives or restarts."""
+    if not info or info.get("State") != "DEAD":
+        return None
+    cause, pid, error = "the env runner process died", None, None
+    death = info.get("DeathCause")
+    failed = getattr(death, "creation_task_failure_context", None)
+    if failed is not None and death.HasField("creation_task_failure_context"):
+        # Its constructor raised: the traceback travels with the death cause.
+        error = _exception_line(failed.formatted_exception_string)
+        cause = "its constructor raised"
+    ctx = getattr(death, "actor_died_error_context", None)
+    if ctx is not None and death.HasField("actor_died_error_context"):
+        cause = ctx.error_message or cause
+        pid = ctx.pid or None
+    return cause, pid, error
+
+
+def _death(actor_id_hex: str) -> tuple[str, int | None, str | None] | None:
     import ray
 
     try:
-        info = ray._private.state.actors(actor_id_hex)  # GCS; works without the dashboard
+        return _death_of(ray._private.state.actors(actor_id_hex))  # GCS; no dashboard needed
     except Exception:  # noqa: BLE001 - diagnostics must not fail the run
         return None
-    if not info or info.get("State") != "DEAD":
-        return None
-    cause, pid = "the env runner process died", None
-    ctx = getattr(info.get("DeathCause"), "actor_died_error_context", None)
-    if ctx is not None:
-        cause = ctx.error_message or cause
-        pid = ctx.pid or None
-    return cause, pid
 
 
 def _last_exception(pid: int | None, max_bytes: int = 200_000) -> str | None:
@@ -52,22 +69,16 @@ def _last_exception(pid: int | None, max_bytes: int = 200_000) -> str | None:
         logs = Path(ray._private.worker._global_node.get_logs_dir_path())
     except Exception:  # noqa: BLE001 - not a local node
         return None
-    found: list[str] = []
+    found = []
     for path in sorted(logs.glob(f"worker-*-{pid}.*")):
         try:
             with open(path, "rb") as fh:
                 fh.seek(0, 2)
                 fh.seek(max(0, fh.tell() - max_bytes))
-                text = fh.read().decode(errors="replace")
+                found.append(fh.read().decode(errors="replace"))
         except OSError:
             continue
-        for line in text.splitlines():
-            line = line.strip()
-            if _EXC_LINE.match(line) and not line.startswith(("SystemExit", "ray.")):
-                found.append(line)
-    # A bare "RuntimeError" re-raised by RLlib says less than the env's own error before it.
-    with_message = [line for line in found if ": " in line]
-    return (with_message or found or [None])[-1]
+    return _exception_line("\n".join(found))
 
 
 def _short(cause: str) -> str:
@@ -87,11 +98,36 @@ def check_env_runners(algo: Any, env: str, max_restarts: int) -> None:
         death = _death(actor._actor_id.hex())
         if death is None:
             continue
-        cause, pid = death
-        error = _last_exception(pid)
-        detail = f"{error} ({_short(cause)})" if error else _short(cause)
         raise EnvRunnerFailure(
             f"env {env}: env runner {index} crashed more than "
             f"fault_tolerance.max_env_runner_restarts={max_restarts} time(s); "
-            f"last error: {detail}. Fix the env, or raise max_env_runner_restarts"
+            f"last error: {_detail(*death)}. Fix the env, or raise max_env_runner_restarts"
         )
+
+
+def _detail(cause: str, pid: int | None, error: str | None) -> str:
+    error = error or _last_exception(pid)
+    return f"{error} ({_short(cause)})" if error else _short(cause)
+
+
+def startup_failure(env: str, err: BaseException) -> DdrlError | None:
+    """Why building the algorithm failed, if an env runner of this job could not start.
+
+    RLlib then fails with an unrelated error (e.g. IndexError from an empty runner list);
+    the runner's own death cause says what went wrong.
+    """
+    try:
+        import ray
+
+        job = ray.get_runtime_context().get_job_id()
+        actors = ray._private.state.actors().values()
+    except Exception:  # noqa: BLE001 - diagnostics must not hide the original error
+        return None
+    for info in actors:
+        if "EnvRunner" not in str(info.get("ActorClassName")) or info.get("JobID") not in (None, job):
+            continue
+        death = _death_of(info)
+        if death is not None:
+            return EnvRunnerFailure(f"env {env}: the env runners could not start; "
+                                    f"error: {_detail(*death)} ({type(err).__name__} in RLlib)")
+    return None

@@ -153,7 +153,13 @@ def train_run(
     meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
 
     with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), _StopFlag() as stop:
-        algo = config.build_algo()
+        try:
+            algo = config.build_algo()
+        except Exception as err:
+            failure = faults.startup_failure(spec.env, err)
+            if failure is None:
+                raise
+            raise failure from err
         use_per_iteration_timers(algo.metrics)
         placement = env_runner_placement(algo)  # nodes and env runners per node
         try:

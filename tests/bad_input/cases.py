@@ -7,8 +7,22 @@ error must contain: the offending key and the values that would have been allowe
 from __future__ import annotations
 
 import copy
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
+
+
+def _root_conftest():
+    """tests/conftest.py by path: the name ``conftest`` may be another folder's."""
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("ddrl_tests_root_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run_snakemake = _root_conftest().run_snakemake
 
 
 def base() -> dict[str, Any]:

@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import CASES, YAML_ERRORS, base, gpu_request  # noqa: E402
-from conftest import run_snakemake  # noqa: E402
+from cases import CASES, YAML_ERRORS, base, gpu_request, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
 from ddrl.preflight import check_local_gpus  # noqa: E402

@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import base  # noqa: E402
-from conftest import run_snakemake  # noqa: E402
+from cases import base, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
 from ddrl.preflight import check_local_gpus  # noqa: E402

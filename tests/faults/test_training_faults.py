@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 import faulty_envs
-from conftest import BATCH, kill_tree, start_training, tiny_spec, wait_for
+from fault_helpers import BATCH, kill_tree, start_training, tiny_spec, wait_for
+from fault_helpers import _no_ray_left_running, ray_cluster  # noqa: F401 (fixtures)
 from ddrl import checkpoints
 from ddrl.errors import CheckpointError
 from ddrl.faults import EnvRunnerFailure

@@ -1,5 +1,9 @@
 """Helpers for the fault tests: a tiny CartPole PPO run, one shared in-process Ray, and
-training in a subprocess that can be SIGKILLed."""
+training in a subprocess that can be SIGKILLed.
+
+Not a conftest.py: tests/conftest.py is imported as ``conftest`` by other tests, and a second
+conftest module (no __init__.py here) would take that name. Test modules import the fixtures.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import importlib.util
+
 import psutil
 import pytest
 
@@ -21,6 +27,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # faulty_envs, also for the env runners (PYTHONPATH below)
 
 BATCH = 200  # env steps per PPO iteration
+
+
+def _root_conftest():
+    spec = importlib.util.spec_from_file_location("ddrl_tests_root_conftest",
+                                                  HERE.parent / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run_snakemake = _root_conftest().run_snakemake
+write_yaml = _root_conftest().write_yaml
 
 
 def tiny_config(**overrides: Any) -> dict[str, Any]:
