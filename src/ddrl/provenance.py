@@ -19,6 +19,8 @@ PACKAGES = ("ddrl", "ray", "torch", "gymnasium", "pybullet", "pybullet_envs_gymn
 RECORDED_ENV_PREFIXES = ("RAY_", "SLURM_", "OMP_", "MKL_", "CUDA_", "SNAKEMAKE_", "AWS_", "DDRL_")
 SECRET_PATTERN = re.compile(r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|SESSION|PRIVATE|_KEY", re.I)
 REDACTED = "<redacted>"
+# A password inside a URL (scheme://user:password@host), whatever the variable is called.
+URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+@")
 
 
 def now_iso() -> str:
@@ -73,7 +75,10 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     for key, value in sorted(env.items()):
         if not key.startswith(RECORDED_ENV_PREFIXES):
             continue
-        out[key] = REDACTED if SECRET_PATTERN.search(key) else value
+        if SECRET_PATTERN.search(key):
+            out[key] = REDACTED
+        else:
+            out[key] = URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)
     return out
 
 
