@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 run: $(STAMP)
+	$(BIN)/ddrl validate $(CONFIG)  # names the line of a YAML error, which snakemake does not
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html
 
@@ -27,6 +28,7 @@ report: $(STAMP)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html
 
 dry-run: $(STAMP)
+	$(BIN)/ddrl validate $(CONFIG)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) -n
 
 clean-venv:
