@@ -96,8 +96,8 @@ if (
 
 
 def run_files(name, run_ids=None):
-    """``name`` (e.g. "progress.csv") in the folder of every run, or of ``run_ids``."""
-    return [f"{ROOT}/runs/{r}/{name}" for r in (run_ids or RUNS)]
+    """``name`` (e.g. "progress.csv") in the folder of every experiment run, or of ``run_ids``."""
+    return [f"{ROOT}/runs/{r}/{name}" for r in (EXPERIMENT_RUNS if run_ids is None else run_ids)]
 
 
 # Each stage appends the files `rule all` asks for.
