@@ -579,7 +579,7 @@ def attach_searches(study: Any, source: str = "config") -> None:
             )
         study.deferred.append(
             f"experiments.{i} waits for {path} (search {produced[os.path.normpath(path)]}); "
-            "run `snakemake search` first, then the workflow again to train it"
+            "the workflow trains it on its next invocation after the search"
         )
 
 

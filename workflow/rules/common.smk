@@ -105,4 +105,8 @@ TARGETS = []
 
 
 def all_targets():
+    # While every experiment waits for a search's best.yaml (hyperparameters_from), only the
+    # searches can be built; the next invocation trains the experiments and the rest.
+    if STUDY.deferred and not EXPERIMENT_RUNS:
+        return SEARCH_TARGETS
     return TARGETS
