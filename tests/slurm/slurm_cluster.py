@@ -57,7 +57,9 @@ def _mem_mb() -> int:
 @dataclass
 class SlurmTestCluster:
     root: Path
-    cpus: int = field(default_factory=lambda: os.cpu_count() or 2)
+    # Twice the real cores (SlurmdParameters=config_overrides), so the tests' 1-node and
+    # 2-node training jobs and the light jobs can run side by side on a 2-core machine.
+    cpus: int = field(default_factory=lambda: 2 * (os.cpu_count() or 2))
     mem_mb: int = field(default_factory=_mem_mb)
     netns: str = field(default_factory=lambda: f"ddrl{os.getpid() % 100000}")
     pids: dict[str, int] = field(default_factory=dict)
@@ -92,7 +94,8 @@ class SlurmTestCluster:
             "SchedulerType=sched/backfill",
             "MpiDefault=none",
             "ReturnToService=2",
-            "MinJobAge=600",
+            "MinJobAge=3600",      # finished jobs stay visible to scontrol for the tests
+            "SlurmdParameters=config_overrides",
             "KillWait=15",          # SIGTERM at the time limit, SIGKILL this much later
             "OverTimeLimit=0",
             "InactiveLimit=0",
