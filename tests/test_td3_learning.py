@@ -22,6 +22,8 @@ from ddrl.schema import RESOURCES
 from ddrl.study import RunSpec
 from ddrl.train import build_algorithm_config
 
+pytestmark = pytest.mark.slow
+
 ENV = "Pendulum-v1"
 SEED = 7
 BUDGET = 9000  # env steps
