@@ -111,6 +111,8 @@ def test_missing_baseline_names_it_and_leaves_speedup_empty(tmp_path):
         assert "is missing" in note
     fit = result.amdahl.iloc[0]
     assert fit["serial_fraction"] == pytest.approx(0.1, abs=0.02)  # fit needs no baseline
+    scaling_stage(dirs, tmp_path / "tables", {"bootstrap": 100})
+    assert "1 env runner and no GPU" in (tmp_path / "tables" / "speedup.md").read_text()
     assert math.isnan(fit["speedup_2x"]) and "baseline run" in fit["note"]
 
 

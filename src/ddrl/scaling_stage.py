@@ -57,6 +57,7 @@ SPEEDUP_COLUMNS = [
     Column("speedup", "Speedup", 2), Column("speedup_ci", "95% CI"),
     Column("efficiency", "Efficiency", 2), Column("env_steps_per_s", "Env steps/s", 0),
     Column("iterations", "Iterations"), Column("seeds", "Seeds"), Column("ran_alone", "Ran alone"),
+    Column("note", "Note"),
 ]
 BREAKDOWN_COLUMNS = [
     Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
