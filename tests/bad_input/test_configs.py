@@ -84,10 +84,17 @@ def test_snakemake_rejects_bad_configs_before_any_job(tmp_path):
     jobs = {name: case.change(base()) for name, case in WORKFLOW_CASES.items()}
     jobs["gpu without fallback"] = gpu_request(fallback=False)
     jobs["yaml syntax"] = YAML_ERRORS[0][1]
+    jobs["gpu with fallback"] = gpu_request(fallback=True)
     with ThreadPoolExecutor(max_workers=3) as pool:
         done = dict(zip(jobs, pool.map(lambda kv: _dry_run(tmp_path, *kv), jobs.items())))
     for name, (workdir, proc) in done.items():
-        if name == "gpu without fallback" and _cuda():
+        if name.startswith("gpu") and _cuda():
+            continue
+        if name == "gpu with fallback":  # plans, and says that it will use the CPU
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 0, out
+            assert out.count("on_missing_gpu: cpu, so it trains on the CPU") >= 2, out
+            assert "Job stats" in out or "total" in out
             continue
         assert proc.returncode != 0, name
         err = proc.stdout + proc.stderr
