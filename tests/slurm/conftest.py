@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ddrl.study import Study
-from slurm_cluster import PARTITION, SlurmTestCluster, start_cluster, unavailable_reason
+from .slurm_cluster import PARTITION, SlurmTestCluster, start_cluster, unavailable_reason
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "workflow" / "Snakefile"

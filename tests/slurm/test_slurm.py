@@ -19,7 +19,7 @@ import pytest
 
 from ddrl.study import Study
 
-from conftest import (TIMEOUT_SEED, run_slurm_snakemake, slurm_study_config,
+from .conftest import (TIMEOUT_SEED, run_slurm_snakemake, slurm_study_config,
                       write_test_profile)
 
 ROOT = Path("results") / "slurmtiny"
