@@ -149,8 +149,7 @@ def test_restored_policy_scores_the_same_as_the_live_one(tmp_path):
     def live_filter(runner):  # runs in the env runner (a local function pickles by value)
         conn = next(c for c in runner._env_to_module.connectors
                     if type(c).__name__ == "MeanStdFilter")
-        stats = conn._filters[None].running_stats
-        return stats.mean.copy(), stats.std.copy(), int(stats.n), conn.clip_by_value
+        return conn._filters[None]  # RLlib's MeanStdFilter object (mean/std state)
 
     spec = _filter_spec()
     run_dir = tmp_path / spec.run_id
@@ -164,7 +163,8 @@ def test_restored_policy_scores_the_same_as_the_live_one(tmp_path):
                                   "env_steps": 200 * i})
             live = algo.env_runner_group.foreach_env_runner(live_filter,
                                                             local_env_runner=False)
-            mean, std, count, clip = live[0]
+            live_filter_obj = live[0]
+            count = int(live_filter_obj.running_stats.n)
             module = algo.get_module()
             module.eval()
         finally:
@@ -177,7 +177,7 @@ def test_restored_policy_scores_the_same_as_the_live_one(tmp_path):
     env.close()
 
     def live_act(obs):
-        x = np.clip((obs - mean) / (std + 1e-8), -clip, clip).astype(np.float32)
+        x = live_filter_obj(obs, update=False)  # RLlib's own filter, frozen
         with torch.no_grad():
             out = module.forward_inference({"obs": torch.from_numpy(x[None])})
             dist = module.get_inference_action_dist_cls().from_logits(out["action_dist_inputs"])

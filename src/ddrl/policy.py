@@ -55,7 +55,6 @@ STATELESS_ENV_TO_MODULE = {
     "BatchIndividualItems",
     "NumpyToTensor",
 }
-RLLIB_SMALL_NUMBER = 1e-8  # ray.rllib.utils.filter adds this to the std
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,8 @@ class ObsFilter:
     """The frozen state of RLlib's ``MeanStdFilter`` (no more updates)."""
 
     mean: np.ndarray  # float64, like RLlib's running mean
-    std: np.ndarray  # float64 holding RLlib's float32 std
+    std: np.ndarray  # RLlib's (float32) std, as float64
+    denom: np.ndarray  # what RLlib divides by: std + SMALL_NUMBER in float32, as float64
     demean: bool
     destd: bool
     clip: float | None
@@ -71,6 +71,8 @@ class ObsFilter:
 
     @classmethod
     def from_connector(cls, connector: Any) -> "ObsFilter":
+        from ray.rllib.utils.filter import SMALL_NUMBER
+
         filters = getattr(connector, "_filters", None) or {}
         if set(filters) != {None}:
             raise CheckpointError(
@@ -84,6 +86,7 @@ class ObsFilter:
         return cls(
             mean=np.asarray(stats.mean, dtype=np.float64).copy(),
             std=np.asarray(stats.std, dtype=np.float64).copy(),
+            denom=np.asarray(stats.std + SMALL_NUMBER, dtype=np.float64).copy(),
             demean=bool(flt.demean),
             destd=bool(flt.destd),
             clip=float(flt.clip) if flt.clip else None,
@@ -97,7 +100,7 @@ class ObsFilter:
         if self.demean:
             x = x - self.mean
         if self.destd:
-            x = x / (self.std + RLLIB_SMALL_NUMBER)
+            x = x / self.denom
         if self.clip:
             x = np.clip(x, -self.clip, self.clip)
         return x.astype(dtype)
@@ -153,8 +156,8 @@ def _policy_net_class():
             shape = module.observation_space.shape
             self.register_buffer("obs_mean", torch.as_tensor(
                 f.mean if f else np.zeros(shape), dtype=torch.float64))
-            self.register_buffer("obs_std", torch.as_tensor(
-                f.std if f else np.ones(shape), dtype=torch.float64))
+            self.register_buffer("obs_denom", torch.as_tensor(
+                f.denom if f else np.ones(shape), dtype=torch.float64))
             self.register_buffer("low", torch.as_tensor(low, dtype=torch.float32))
             self.register_buffer("high", torch.as_tensor(high, dtype=torch.float32))
 
@@ -165,7 +168,7 @@ def _policy_net_class():
             if self.demean:
                 x = x - self.obs_mean
             if self.destd:
-                x = x / (self.obs_std + RLLIB_SMALL_NUMBER)
+                x = x / self.obs_denom
             if self.clip:
                 x = torch.clamp(x, -self.clip, self.clip)
             return x.float()
