@@ -14,7 +14,7 @@ from conftest import TINY_CONFIG
 
 def test_tiny_study_writes_every_run_output(tiny_study):
     study = Study.from_file(TINY_CONFIG)
-    assert len(study.runs) == 5
+    assert len(study.runs) == 6  # PPO x 2 seeds x 2 resources, SAC, TD3
     for run_id, spec in study.runs.items():
         run_dir = tiny_study / "results" / "tiny" / "runs" / run_id
         progress = pd.read_csv(run_dir / "progress.csv")
