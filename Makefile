@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.ddrl-installed
 PROFILE ?= profiles/local
 CONFIG  ?= config/config.yaml
-STUDY   ?= $(shell $(PYTHON) -c "import yaml,sys; print(yaml.safe_load(open('$(CONFIG)'))['study'])" 2>/dev/null || echo default)
+STUDY   ?= $(shell sed -n 's/^study:[[:space:]]*\([A-Za-z0-9_.-]*\).*/\1/p' $(CONFIG))
 
 .PHONY: run test report dry-run clean-venv
 
