@@ -67,14 +67,18 @@ def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
     data["series"] = data[hue] + (" | " + data["resources"] if multi_res else "")
     panels = sorted(data[panel].unique())
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
-    palette = sns.color_palette("colorblind", data["series"].nunique())
+    # One colour, marker and dash per series across panels; each legend lists its own panel's.
+    series = sorted(data["series"].unique())
+    colours = dict(zip(series, sns.color_palette("colorblind", len(series))))
+    markers = dict(zip(series, ["o", "X", "s", "P", "D", "^", "v", "*"] * 4))
+    dashes = dict(zip(series, [(1, 0), (4, 2), (1, 1), (3, 1, 1, 1), (6, 2), (2, 2)] * 6))
     for ax, name in zip(axes[0], panels):
         sub = data[data[panel] == name]
         sns.lineplot(data=sub, x=x, y="episode_return_mean", hue="series", style="series",
-                     hue_order=sorted(data["series"].unique()),
-                     style_order=sorted(data["series"].unique()),
-                     palette=palette, errorbar=("ci", 95), n_boot=500, seed=0,
-                     markers=True, markevery=10, dashes=True, ax=ax)
+                     hue_order=sorted(sub["series"].unique()),
+                     style_order=sorted(sub["series"].unique()),
+                     palette=colours, markers=markers, dashes=dashes,
+                     errorbar=("ci", 95), n_boot=500, seed=0, markevery=10, ax=ax)
         ax.set_title(name)
         ax.set_xlabel(X_LABELS.get(x, x))
         ax.set_ylabel("mean episode return")
