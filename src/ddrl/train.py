@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ddrl import atomic, checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
-from ddrl.errors import ConfigError, DdrlError
+from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.runtime import ray_session
 from ddrl.slurm import env_runner_placement
@@ -207,7 +207,11 @@ def train_run(
             algo.stop()
 
     final = checkpoints.latest_valid(ckpt_root, run_id)
-    assert final is not None and final[1]["iteration"] == iteration
+    if final is None or final[1]["iteration"] != iteration:
+        raise CheckpointError(
+            f"run {run_id}: the checkpoint of the last iteration ({iteration}) in {ckpt_root} "
+            "is missing or fails its manifest check; rerun the job to resume"
+        )
     atomic.replace_dir(final[0], run_dir / "checkpoint")
     progress.flush(run_dir / "progress.csv")
     last = progress.last or {}
