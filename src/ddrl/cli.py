@@ -137,6 +137,15 @@ def _cmd_slurm_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run_selector(parser: argparse.ArgumentParser) -> None:
+    """--config with --run-id, or --spec: how `train` and `evaluate` pick their run."""
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="study config; pick the run with --run-id")
+    src.add_argument("--spec", help="a run spec JSON file")
+    parser.add_argument("--run-id")
+    parser.add_argument("--results", default="results", help="results root (default: results)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ddrl", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -154,21 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_schema)
 
     p = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", help="study config; pick the run with --run-id")
-    src.add_argument("--spec", help="a run spec JSON file")
-    p.add_argument("--run-id")
-    p.add_argument("--results", default="results", help="results root (default: results)")
+    _add_run_selector(p)
     p.add_argument("--out", help="run folder (default: results/<study>/runs/<run_id>)")
     p.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS or a private Ray)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run's checkpoint (deterministic episodes)")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", help="study config; pick the run with --run-id")
-    src.add_argument("--spec", help="a run spec JSON file")
-    p.add_argument("--run-id")
-    p.add_argument("--results", default="results", help="results root (default: results)")
+    _add_run_selector(p)
     p.add_argument("--run-dir", help="run folder (default: results/<study>/runs/<run_id>)")
     p.add_argument("--checkpoint", help="a ddrl checkpoint folder (default: the run's final one)")
     p.add_argument("--episodes", type=int, default=10)
