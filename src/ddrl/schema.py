@@ -158,6 +158,9 @@ def search_schema() -> dict[str, Any]:
                                              "default": 3},
                         "num_cpus": {"type": "integer", "minimum": 1,
                                      "description": "CPUs of the private Ray (default: all)"},
+                        "nodes": {"type": "integer", "minimum": 1, "default": 1,
+                                  "description": "Slurm nodes of the tune job: Ray is started "
+                                                 "over them and the trials spread out"},
                     },
                     "additionalProperties": False,
                 },

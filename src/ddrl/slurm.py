@@ -395,17 +395,34 @@ def ray_cluster(spec: Any, work_dir: str | Path, *, allocation: Allocation | Non
     if req.nodes == 1:
         yield None
         return
+    cpus = spec.resources["num_cpus_per_env_runner"]
+    with ray_cluster_on_nodes([n * cpus for n in req.runners_per_node], work_dir,
+                              gpus=req.gpus, allocation=allocation, print_fn=print_fn,
+                              timeout_s=timeout_s,
+                              what=f"env runners per node {list(req.runners_per_node)}") as address:
+        yield address
+
+
+@contextlib.contextmanager
+def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus: int = 0,
+                         allocation: Allocation | None = None,
+                         print_fn: Callable[[str], None] = print, timeout_s: float = 180,
+                         what: str = "") -> Iterator[str]:
+    """A Ray cluster over the first ``len(cpus_per_node)`` nodes of this Slurm job, with
+    that many CPUs on each (``gpus`` on the first, the head); the driver is connected to it.
+    Yields its address. Multi-node training (:func:`ray_cluster`) and the multi-node tune
+    job (:mod:`ddrl.tune`) both start their Ray here."""
     import ray
 
     alloc = allocation or Allocation.from_env()
-    if len(alloc.nodes) < req.nodes:
-        raise SlurmError(f"run asks for {req.nodes} nodes but the job has {len(alloc.nodes)}: "
+    wanted = len(cpus_per_node)
+    if len(alloc.nodes) < wanted:
+        raise SlurmError(f"run asks for {wanted} nodes but the job has {len(alloc.nodes)}: "
                          f"{', '.join(alloc.nodes)}")
-    nodes = alloc.nodes[: req.nodes]
+    nodes = alloc.nodes[:wanted]
     ports = job_ports(alloc.job_id)
     head = nodes[0]
     address = f"{alloc.addresses[head]}:{ports['port']}"
-    cpus = spec.resources["num_cpus_per_env_runner"]
     state = Path(work_dir) / f"ray-{alloc.job_id}"
     state.mkdir(parents=True, exist_ok=True)
     token = state / "auth_token"
@@ -429,21 +446,21 @@ def ray_cluster(spec: Any, work_dir: str | Path, *, allocation: Allocation | Non
         tmp = f"/tmp/ddrl-ray-{alloc.job_id}"
         spawn(f"head-{head}", [
             _ray_exe(), "start", "--head", f"--node-ip-address={alloc.addresses[head]}",
-            f"--port={ports['port']}", f"--num-cpus={req.runners_per_node[0] * cpus}",
-            f"--num-gpus={req.gpus}", "--include-dashboard=false", f"--temp-dir={tmp}-{head}",
+            f"--port={ports['port']}", f"--num-cpus={cpus_per_node[0]}",
+            f"--num-gpus={gpus}", "--include-dashboard=false", f"--temp-dir={tmp}-{head}",
             *common])
-        for node, runners in zip(nodes[1:], req.runners_per_node[1:]):
+        for node, cpus in zip(nodes[1:], cpus_per_node[1:]):
             spawn(f"worker-{node}", [
                 "srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
-                f"--cpus-per-task={runners * cpus}", "--kill-on-bad-exit=1",
+                f"--cpus-per-task={cpus}", "--kill-on-bad-exit=1",
                 _ray_exe(), "start", f"--address={address}",
-                f"--node-ip-address={alloc.addresses[node]}", f"--num-cpus={runners * cpus}",
+                f"--node-ip-address={alloc.addresses[node]}", f"--num-cpus={cpus}",
                 "--num-gpus=0", f"--temp-dir={tmp}-{node}", *common])
         print_fn(f"ddrl ray cluster: head {head} at {address}, workers on "
-                 f"{', '.join(nodes[1:])}; env runners per node {list(req.runners_per_node)}")
+                 f"{', '.join(nodes[1:])}; " + (what or f"CPUs per node {list(cpus_per_node)}"))
         _use_token_in_this_process(token)
-        _connect(ray, address, procs, req.nodes, timeout_s, state)
-        print_fn(f"ddrl ray cluster: {req.nodes} nodes up")
+        _connect(ray, address, procs, wanted, timeout_s, state)
+        print_fn(f"ddrl ray cluster: {wanted} nodes up")
         yield address
     finally:
         with contextlib.suppress(Exception):

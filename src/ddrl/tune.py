@@ -7,20 +7,26 @@ when a killed job is started again, :func:`run_tune` finds it there and continue
 ``Tuner.restore`` (finished trials are kept, unfinished ones resume from their newest
 checkpoint, and the searcher's state is reloaded) instead of starting over.
 
-The job ends with ``trials.json``: per trial its searched values, status and the series
-of the metric column, which :mod:`ddrl.search` turns into the leaderboard.
+The job ends with ``trials.json``: per trial its searched values, status, the series
+of the metric column (which :mod:`ddrl.search` turns into the leaderboard) and where it ran.
+
+With ``tune: {nodes: N}`` (N > 1) the tune job is one N-node Slurm job: :func:`tune_cluster`
+starts Ray over the allocation with the bootstrap multi-node training uses
+(:func:`ddrl.slurm.ray_cluster_on_nodes`), and Tune places the trials on all the nodes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
+import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ddrl import atomic
 from ddrl.errors import DdrlError
@@ -88,6 +94,7 @@ def make_trainable(search: Search) -> Any:
         def setup(self, config: dict[str, Any]) -> None:
             values = {k: _decode(v) for k, v in config.items()}
             self.spec = trial_spec(search, values)
+            self.node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
             self.algo = build_algorithm_config(self.spec).build_algo()
             self.series: list[float] = []
             self.env_steps = 0
@@ -103,6 +110,7 @@ def make_trainable(search: Search) -> Any:
             out = {k: v for k, v in row.items() if k not in _TUNE_KEYS}
             out["score"] = search.metric.of_series(self.series)
             out["done"] = _budget_done(self.spec, self.env_steps, self.trained_s)
+            out["node"] = self.node  # Tune adds the node's address as node_ip
             return out
 
         def save_checkpoint(self, checkpoint_dir: str) -> None:
@@ -156,6 +164,38 @@ def trial_cpus(search: Search) -> int:
     return r["num_env_runners"] * r["num_cpus_per_env_runner"] + 1
 
 
+def tune_nodes(search: Search) -> int:
+    return int(search.tune.get("nodes", 1))
+
+
+def total_cpus(search: Search) -> int:
+    """CPUs of the tune job's Ray: ``tune.num_cpus``, else room for the concurrent trials."""
+    return int(search.tune.get("num_cpus")
+               or trial_cpus(search) * int(search.tune["max_concurrent_trials"]))
+
+
+def cpus_per_node(search: Search) -> list[int]:
+    """CPUs on each node of a tune job: its CPUs shared out, at least one trial per node."""
+    nodes = tune_nodes(search)
+    return [max(trial_cpus(search), math.ceil(total_cpus(search) / nodes))] * nodes
+
+
+@contextlib.contextmanager
+def tune_cluster(search: Search, search_dir: str | Path, *,
+                 print_fn: Callable[[str], None] = print) -> Iterator[str | None]:
+    """For ``tune.nodes > 1``: a Ray cluster over the Slurm job's nodes (the same bootstrap
+    as multi-node training); yields its address for :func:`run_tune`. For one node, None."""
+    if tune_nodes(search) == 1:
+        yield None
+        return
+    from ddrl.slurm import ray_cluster_on_nodes
+
+    per_node = cpus_per_node(search)
+    with ray_cluster_on_nodes(per_node, Path(search_dir), print_fn=print_fn,
+                              what=f"CPUs for trials per node {per_node}") as address:
+        yield address
+
+
 def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
              ray_address: str | None = None,
              print_fn: Callable[[str], None] = print) -> list[TrialResult]:
@@ -174,7 +214,7 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
     path = search_dir / EXPERIMENT
     opts = search.tune
     concurrent = int(opts["max_concurrent_trials"])
-    num_cpus = int(opts.get("num_cpus") or trial_cpus(search) * concurrent)
+    num_cpus = total_cpus(search)
     started = time.time()
     _retire_stale_experiment(search, search_dir, path, print_fn)
     with ray_session(num_cpus=num_cpus, address=ray_address):
@@ -215,6 +255,7 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
             )
         grid = tuner.fit()
     results = _results(search, grid)
+    places = _placements(grid)
     record = {
         "search": search.id,
         "experiment": str(path),
@@ -222,7 +263,8 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
         "trials": [
             {"trial": r.trial, "tune_trial_id": r.runs[0], "values": r.values, "status": r.status,
              "metric": None if math.isnan(r.metric) else r.metric, "env_steps": r.env_steps,
-             "wall_time_s": r.wall_time_s, "iterations": r.iterations}
+             "wall_time_s": r.wall_time_s, "iterations": r.iterations,
+             **places.get(r.runs[0], {})}
             for r in results
         ],
     }
@@ -251,14 +293,31 @@ def _retire_stale_experiment(search: Search, search_dir: Path, path: Path,
     atomic.write_json(marker, definition)
 
 
+def _trial_id(result: Any) -> str:
+    # Trial folders are named <trainable>_<id>_<n>_<values>_<date>; n is the creation order.
+    return (result.metrics or {}).get("trial_id") or Path(result.path).name.split("_")[1]
+
+
+def _placements(grid: Any) -> dict[str, dict[str, Any]]:
+    """Tune trial id -> the node (Slurm node name or host name) and address it ran on."""
+    places = {}
+    for result in grid:
+        df = result.metrics_dataframe
+        if df is None or df.empty:
+            continue
+        place = {k: df[k].dropna().iloc[-1] for k in ("node", "node_ip")
+                 if k in df and df[k].notna().any()}
+        places[_trial_id(result)] = {k: str(v) for k, v in place.items()}
+    return places
+
+
 def _results(search: Search, grid: Any) -> list[TrialResult]:
     rows = []
     budget = search.budget.get("env_steps")
     for result in grid:
         df = result.metrics_dataframe
-        # Trial folders are named <trainable>_<id>_<n>_<values>_<date>; n is the creation order.
         parts = Path(result.path).name.split("_")
-        trial_id = (result.metrics or {}).get("trial_id") or parts[1]
+        trial_id = _trial_id(result)
         order = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
         values = {k: _decode(result.config[k]) for k in search.names if k in result.config}
         if df is None or df.empty or search.metric.column not in df:

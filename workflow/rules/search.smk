@@ -4,6 +4,8 @@
 import re
 import sys
 
+import ddrl.tune as ddrl_tune
+
 SEARCHES = {s.id: s for s in STUDY.searches}
 SEARCH_DIR = ROOT + "/search/{search_id}"
 
@@ -27,11 +29,19 @@ def search_definition(wildcards):
 
 
 def tune_threads(wildcards):
-    search = SEARCHES[wildcards.search_id]
-    return search.tune.get("num_cpus") or (
-        (search.resources["num_env_runners"] * search.resources["num_cpus_per_env_runner"] + 1)
-        * search.tune["max_concurrent_trials"]
-    )
+    return ddrl_tune.total_cpus(SEARCHES[wildcards.search_id])
+
+
+def tune_slurm(key):
+    """The tune job's Slurm request: tune.nodes nodes, one task and its trials' CPUs each."""
+
+    def get(wildcards):
+        search = SEARCHES[wildcards.search_id]
+        nodes = ddrl_tune.tune_nodes(search)
+        return {"nodes": nodes, "tasks": nodes,
+                "cpus_per_task": ddrl_tune.cpus_per_node(search)[0]}[key]
+
+    return get
 
 
 def tune_runtime(wildcards, attempt):
@@ -78,7 +88,9 @@ rule tune:
         search=search_definition,
     threads: tune_threads
     resources:
-        cpus_per_task=tune_threads,
+        nodes=tune_slurm("nodes"),
+        tasks=tune_slurm("tasks"),
+        cpus_per_task=tune_slurm("cpus_per_task"),
         runtime=tune_runtime,
     log:
         ROOT + "/logs/tune/{search_id}.log",
