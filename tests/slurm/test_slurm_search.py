@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -142,7 +143,9 @@ def test_tune_search_in_a_two_node_allocation_runs_trials_on_both_nodes(
         slurm_cluster, tmp_path):
     config = tmp_path / "tune.yaml"
     config.write_text(yaml.safe_dump(TUNE_STUDY, sort_keys=False))
-    log = _snakemake(tmp_path, config, f"{TUNE}/trials.json", f"{TUNE}/leaderboard.csv")
+    # Only the tune job: its leaderboard is the local profile's (tests/test_search_workflow.py),
+    # and the grid test above runs search_summary as a Slurm job.
+    log = _snakemake(tmp_path, config, f"{TUNE}/trials.json")
 
     # The tune job was one Slurm job over both nodes, one task per node.
     (tune_job,) = _submitted(log)["tune"]
@@ -160,9 +163,8 @@ def test_tune_search_in_a_two_node_allocation_runs_trials_on_both_nodes(
     assert sorted(t["node"] for t in trials) == ["n1", "n2"], trials
     assert sorted(t["node_ip"] for t in trials) == ["10.231.76.1", "10.231.76.2"], trials
     assert all(t["status"] in ("complete", "stopped early") for t in trials), trials
-    board = pd.read_csv(tmp_path / TUNE / "leaderboard.csv")
-    assert len(board) == 2 and board["metric"].notna().all()
-    assert list(board["metric"]) == sorted(board["metric"], reverse=True)
+    assert all(math.isfinite(t["metric"]) and t["env_steps"] >= 200 for t in trials), trials
+    assert len({t["tune_trial_id"] for t in trials}) == 2
 
     # The cluster was shut down: no Ray process of that job is left, nor its token.
     leftover = [p for p in Path("/proc").glob("[0-9]*/cmdline")
