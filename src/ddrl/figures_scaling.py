@@ -15,28 +15,10 @@ import pandas as pd
 
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+# The figure names live in ddrl.figure_catalog: the workflow imports them without matplotlib.
+from ddrl.figure_catalog import CATEGORY, FIGURES, output_key  # noqa: F401
 from ddrl.plots import plt, reward_curves, save_figure
 from ddrl.scaling import PARTS, amdahl_curve
-
-# file stem -> what it reproduces (used by the workflow and the report captions).
-FIGURES = {
-    "fig12-14_reward_curves": "thesis Figs 12-14: reward against env steps, per algorithm",
-    "fig12-14_reward_curves_wallclock": "thesis Figs 12-14, against training time",
-    "fig15-20_iteration_time": "thesis Figs 15-20: iteration time by number of workers",
-    "fig15-20_speedup": "speedup by number of workers (thesis Tables 6-8 as a figure)",
-    "fig21-22_breakdown": "thesis Figs 21-22: iteration time by task",
-    "cost_pareto": "time and cost to reach the return threshold (the thesis's cost question)",
-    "thesis_comparison": "our speedups next to the thesis's published ones",
-}
-
-# figure stem -> report category.
-CATEGORY = {name: "Learning" if name.startswith("fig12-14") else
-            "Cost" if name.startswith("cost") else "Scaling" for name in FIGURES}
-
-
-def output_key(name: str, ext: str) -> str:
-    """Snakemake output name of figure ``name`` (identifiers cannot hold '-')."""
-    return f"{name.replace('-', '_')}_{ext}"
 
 
 SERIES_STYLE = {  # gpu flag -> style

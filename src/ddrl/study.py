@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -21,9 +22,21 @@ from ddrl.schema import RESOURCES, config_schema
 HASH_LEN = 8
 
 
+def _plain(value: Any) -> Any:
+    """JSON encoder fallback: mappings and sequences that are not dicts or lists."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    raise TypeError(f"run spec value {value!r} ({type(value).__name__}) is not JSON data")
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that decides one training run's result. Its hash is part of the run id."""
+    """Everything that decides one training run's result. Its hash is part of the run id.
+
+    Treat it as immutable, nested mappings included: the id and JSON form are computed once.
+    """
 
     algorithm: str
     env: str
@@ -37,7 +50,14 @@ class RunSpec:
     on_missing_gpu: str = "error"
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(asdict(self)))
+        """A plain JSON copy (a new dict each call; the encoding is computed once)."""
+        return json.loads(self._json)
+
+    @functools.cached_property
+    def _json(self) -> str:
+        # The fields are plain JSON data; dataclasses.asdict's deep copy is the slow part
+        # of expanding a large study (bench/dag.py), and the JSON round trip copies anyway.
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)}, default=_plain)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
@@ -46,7 +66,7 @@ class RunSpec:
         except TypeError as err:
             raise ConfigError(f"not a run spec: {err}") from None
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LEN]
@@ -61,7 +81,7 @@ class RunSpec:
         )
         return label + (f"n{r['nodes']}" if r.get("nodes", 1) > 1 else "")
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
         env = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.env)
         return f"{self.algorithm.lower()}-{env}-{self.resource_label}-s{self.seed}-{self.digest}"
