@@ -169,6 +169,9 @@ def time_noop(workdir: Path, n_jobs: int) -> dict:
     total = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"no-op workflow failed: {proc.stderr[-4000:]}")
+    made = len(list((workdir / "out" / "script").glob("*.txt")))
+    if made != n_jobs:
+        raise RuntimeError(f"no-op workflow made {made} outputs, expected {n_jobs}")
     t0 = time.perf_counter()
     subprocess.run(base + ["--quiet", "all"], capture_output=True, text=True, env=_env(),
                    check=True)
