@@ -60,3 +60,24 @@ def model_config(hp: dict[str, Any], **extra: Any) -> dict[str, Any]:
     }
     cfg.update(extra)
     return cfg
+
+
+# Replay buffers the off-policy algorithms accept (see ddrl.algorithms.offpolicy): ddrl's flat
+# transition buffer first (the default), then RLlib's episode buffers.
+REPLAY_BUFFER_TYPES = ("TransitionReplayBuffer", "EpisodeReplayBuffer",
+                       "PrioritizedEpisodeReplayBuffer")
+
+
+def replay_buffer_config(hp: dict[str, Any]) -> dict[str, Any]:
+    """RLlib ``replay_buffer_config`` from ``replay_buffer_type`` and its capacity."""
+    kind = hp["replay_buffer_type"]
+    cfg: dict[str, Any] = {"type": kind, "capacity": hp["replay_buffer_capacity"]}
+    if kind == "PrioritizedEpisodeReplayBuffer":
+        cfg.update(alpha=0.6, beta=0.4)
+    return cfg
+
+
+def training_intensity(hp: dict[str, Any]) -> float:
+    """RLlib's ratio of trained to sampled steps for ``updates_per_step`` updates a step
+    (read by RLlib's own training step, i.e. with an episode buffer)."""
+    return hp["updates_per_step"] * hp["train_batch_size"]

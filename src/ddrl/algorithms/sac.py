@@ -1,4 +1,8 @@
-"""SAC from RLlib (new API stack)."""
+"""SAC: RLlib's module and losses, trained by ddrl's transition-buffer loop.
+
+See :mod:`ddrl.algorithms.fast_sac`. ``replay_buffer_type`` selects RLlib's own training
+step with its episode buffers instead (needed for n-step returns and prioritized replay).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,13 @@ from ddrl.algorithms.base import (
     Param,
     register,
 )
-from ddrl.algorithms.common import apply_run_settings, model_config
+from ddrl.algorithms.common import (
+    REPLAY_BUFFER_TYPES,
+    apply_run_settings,
+    model_config,
+    replay_buffer_config,
+    training_intensity,
+)
 
 PARAMS = {
     "actor_lr": Param(POS_FLOAT, 3e-4, "policy learning rate"),
@@ -25,14 +35,18 @@ PARAMS = {
     "initial_alpha": Param(POS_FLOAT, 1.0, "initial entropy temperature"),
     "target_entropy": Param({"oneOf": [{"const": "auto"}, {"type": "number"}]}, "auto", "entropy target"),
     "twin_q": Param({"type": "boolean"}, True, "clipped double-Q"),
-    "n_step": Param(POS_INT, 1, "n-step returns"),
+    "n_step": Param(POS_INT, 1, "n-step returns (> 1 needs an RLlib episode buffer)"),
     "train_batch_size": Param(POS_INT, 256, "replay minibatch size"),
     "updates_per_step": Param(POS_FLOAT, 1.0, "gradient updates per sampled env step"),
     "num_steps_sampled_before_learning_starts": Param(NONNEG_INT, 1000, "warm-up env steps"),
     "replay_buffer_capacity": Param(POS_INT, 1_000_000, "replay buffer size (env steps)"),
-    "prioritized_replay": Param({"type": "boolean"}, False, "prioritized experience replay"),
+    "replay_buffer_type": Param({"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
+                                "TransitionReplayBuffer (ddrl, fast, uniform) or one of RLlib's "
+                                "episode buffers (RLlib's training step; n-step, prioritized)"),
     "timesteps_per_iteration": Param(POS_INT, 1000, "env steps sampled per training iteration"),
-    "rollout_fragment_length": Param(POS_INT, 1, "steps per env per sample call"),
+    "rollout_fragment_length": Param(
+        POS_INT, 64, "env steps per env between weight syncs; with the TransitionReplayBuffer "
+        "the updates for them are trained in one learner call"),
     "fcnet_hiddens": Param(HIDDENS, [256, 256], "encoder hidden sizes (policy and Q)"),
     "fcnet_activation": Param(ACTIVATION, "relu", "hidden activation"),
     "head_fcnet_hiddens": Param({"type": "array", "items": POS_INT}, [], "extra head layers"),
@@ -40,27 +54,13 @@ PARAMS = {
 }
 
 
-def replay_buffer_config(hp) -> dict:
-    kind = (
-        "PrioritizedEpisodeReplayBuffer" if hp["prioritized_replay"] else "EpisodeReplayBuffer"
-    )
-    cfg = {"type": kind, "capacity": hp["replay_buffer_capacity"]}
-    if hp["prioritized_replay"]:
-        cfg.update(alpha=0.6, beta=0.4)
-    return cfg
-
-
-def training_intensity(hp) -> float:
-    """RLlib's ratio of trained to sampled steps for ``updates_per_step`` updates a step."""
-    return hp["updates_per_step"] * hp["train_batch_size"]
-
-
 def build(spec):
-    from ray.rllib.algorithms.sac import SACConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    from ddrl.algorithms.fast_sac import FastSACConfig
+
     hp = spec.hyperparameters
-    config = apply_run_settings(SACConfig(), spec)
+    config = apply_run_settings(FastSACConfig(), spec)
     config = (
         config.training(
             actor_lr=hp["actor_lr"],
@@ -73,6 +73,7 @@ def build(spec):
             twin_q=hp["twin_q"],
             n_step=hp["n_step"],
             train_batch_size_per_learner=hp["train_batch_size"],
+            updates_per_step=hp["updates_per_step"],
             training_intensity=training_intensity(hp),
             num_steps_sampled_before_learning_starts=hp["num_steps_sampled_before_learning_starts"],
             replay_buffer_config=replay_buffer_config(hp),
@@ -93,6 +94,6 @@ SPEC = register(
         name="SAC",
         params=PARAMS,
         build=build,
-        description="Soft Actor-Critic (RLlib), off-policy.",
+        description="Soft Actor-Critic (RLlib's module and losses, ddrl's replay loop), off-policy.",
     )
 )

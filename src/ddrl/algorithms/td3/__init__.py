@@ -19,10 +19,14 @@ from ddrl.algorithms.base import (
     Param,
     register,
 )
-from ddrl.algorithms.common import apply_run_settings
+from ddrl.algorithms.common import (
+    REPLAY_BUFFER_TYPES,
+    apply_run_settings,
+    replay_buffer_config,
+    training_intensity,
+)
 
 NONNEG_FLOAT = {"type": "number", "minimum": 0}
-REPLAY_BUFFERS = ["TransitionReplayBuffer", "EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer"]
 
 PARAMS = {
     "actor_lr": Param(POS_FLOAT, 1e-3, "actor (policy) learning rate"),
@@ -41,7 +45,7 @@ PARAMS = {
     "updates_per_step": Param(POS_FLOAT, 1.0, "gradient (critic) updates per sampled env step"),
     "num_steps_sampled_before_learning_starts": Param(
         NONNEG_INT, 10_000, "warm-up env steps with uniform random actions, no training"),
-    "replay_buffer_type": Param({"enum": REPLAY_BUFFERS}, "TransitionReplayBuffer",
+    "replay_buffer_type": Param({"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
                                 "TransitionReplayBuffer (ddrl, fast, uniform) or one of RLlib's "
                                 "episode buffers (generic learner path, slower)"),
     "replay_buffer_capacity": Param(POS_INT, 1_000_000, "replay buffer size (env steps)"),
@@ -55,14 +59,6 @@ PARAMS = {
     "critic_activation": Param(ACTIVATION, "relu", "critic hidden activation"),
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
 }
-
-
-def replay_buffer_config(hp) -> dict:
-    kind = hp["replay_buffer_type"]
-    cfg = {"type": kind, "capacity": hp["replay_buffer_capacity"]}
-    if kind == "PrioritizedEpisodeReplayBuffer":
-        cfg.update(alpha=0.6, beta=0.4)
-    return cfg
 
 
 def build(spec):
@@ -86,8 +82,7 @@ def build(spec):
             critic_activation=hp["critic_activation"],
             train_batch_size_per_learner=hp["train_batch_size"],
             updates_per_step=hp["updates_per_step"],
-            # RLlib's generic path (episode buffers) reads the same ratio from here.
-            training_intensity=hp["updates_per_step"] * hp["train_batch_size"],
+            training_intensity=training_intensity(hp),
             num_steps_sampled_before_learning_starts=hp["num_steps_sampled_before_learning_starts"],
             replay_buffer_config=replay_buffer_config(hp),
         )

@@ -28,6 +28,7 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
+from ddrl.algorithms.offpolicy import limit_learner_threads, polyak_update
 from ddrl.algorithms.td3 import losses
 
 CRITIC = "critic"
@@ -39,9 +40,7 @@ class TD3TorchLearner(TorchLearner):
 
     def build(self) -> None:
         super().build()
-        threads = getattr(self.config, "learner_num_threads", None)
-        if threads and self._device.type == "cpu":
-            torch.set_num_threads(int(threads))
+        limit_learner_threads(self)
         # (module_id, name) -> loss tensor, from compute_loss_for_module to compute_gradients.
         self._temp_losses: Dict[Any, torch.Tensor] = {}
         # module_id -> observations for an actor step due after this critic step.
@@ -120,7 +119,7 @@ class TD3TorchLearner(TorchLearner):
             actor_opt = dict(self.get_optimizers_for_module(module_id))[ACTOR]
             actor_loss = self._actor_step(module, actor_opt, obs)
             self.metrics.log_value((module_id, "actor_loss"), actor_loss, window=1)
-            losses.polyak_update(module.get_target_network_pairs(),
+            polyak_update(module.get_target_network_pairs(),
                                  self.config.get_config_for_module(module_id).tau)
 
     @staticmethod
@@ -181,7 +180,7 @@ class TD3TorchLearner(TorchLearner):
             if (start + i + 1) % config.policy_delay == 0:
                 actor_sum += self._actor_step(module, actor_opt, b["obs"])
                 n_actor += 1
-                losses.polyak_update(pairs, config.tau)
+                polyak_update(pairs, config.tau)
         module.num_critic_updates += num_updates
         out = {
             "critic_loss": float(critic_sum) / max(num_updates, 1),

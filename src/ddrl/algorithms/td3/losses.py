@@ -62,13 +62,3 @@ def actor_loss(module: Any, obs: torch.Tensor) -> torch.Tensor:
     """Deterministic policy gradient objective ``-mean Q1(s, pi(s))``."""
     return -module.q1(obs, module.actor(obs)).mean()
 
-
-@torch.no_grad()
-def polyak_update(pairs: list[tuple[torch.nn.Module, torch.nn.Module]], tau: float) -> None:
-    """``target <- (1 - tau) * target + tau * source`` for every (source, target) pair."""
-    sources: list[torch.Tensor] = []
-    targets: list[torch.Tensor] = []
-    for source, target in pairs:
-        sources.extend(source.parameters())
-        targets.extend(target.parameters())
-    torch._foreach_lerp_(targets, sources, tau)

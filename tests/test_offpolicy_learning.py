@@ -1,6 +1,7 @@
-"""TD3 learns Pendulum-v1 from the ddrl registry config, and its checkpoint restores exactly.
+"""TD3 and SAC learn Pendulum-v1 from the ddrl registry config; checkpoints restore exactly.
 
-One training run (fixed seed) is shared by the tests in this module:
+Both train through ddrl's transition-buffer loop (the default; ``ddrl.algorithms.offpolicy``).
+One training run per algorithm (fixed seed) is shared by the tests in this module:
 - the learning test evaluates the deterministic policy on fresh episodes and asserts the
   mean return;
 - the restore test loads the checkpoint with ``Algorithm.from_checkpoint`` and checks the
@@ -17,6 +18,7 @@ import pytest
 import torch
 
 from ddrl.algorithms import get_algorithm
+from ddrl.policy import default_deterministic_actions
 from ddrl.runtime import ray_session
 from ddrl.schema import RESOURCES
 from ddrl.study import RunSpec
@@ -26,25 +28,28 @@ pytestmark = pytest.mark.slow
 
 ENV = "Pendulum-v1"
 SEED = 7
-BUDGET = 9000  # env steps
-TARGET = -250.0
+TARGET = -250.0  # random policy: about -1200; solved: about -150
 EVAL_SEEDS = range(1000, 1010)
-HYPERPARAMETERS = {
-    "actor_hiddens": [64, 64],
-    "critic_hiddens": [64, 64],
+COMMON = {
     "gamma": 0.98,
     "num_steps_sampled_before_learning_starts": 1000,
     "timesteps_per_iteration": 1000,
     "rollout_fragment_length": 50,
 }
+# (env-step budget, hyperparameters) per algorithm.
+RUNS = {
+    "TD3": (9000, {**COMMON, "actor_hiddens": [64, 64], "critic_hiddens": [64, 64]}),
+    "SAC": (8000, {**COMMON, "fcnet_hiddens": [64, 64]}),
+}
 
 
-def _spec() -> RunSpec:
+def _spec(algorithm: str) -> RunSpec:
     resources = {k: v["default"] for k, v in RESOURCES["properties"].items()}
+    budget, hyperparameters = RUNS[algorithm]
     return RunSpec(
-        algorithm="TD3", env=ENV, seed=SEED, resources=resources,
-        budget={"env_steps": BUDGET},
-        hyperparameters=get_algorithm("TD3").resolve(HYPERPARAMETERS),
+        algorithm=algorithm, env=ENV, seed=SEED, resources=resources,
+        budget={"env_steps": budget},
+        hyperparameters=get_algorithm(algorithm).resolve(hyperparameters),
         fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1},
     )
 
@@ -52,7 +57,7 @@ def _spec() -> RunSpec:
 def _actions(module, obs: np.ndarray) -> np.ndarray:
     with torch.no_grad():
         out = module.forward_inference({"obs": torch.as_tensor(obs, dtype=torch.float32)})
-    return out["actions"].numpy()
+        return default_deterministic_actions(module, out).numpy()
 
 
 def _evaluate(module) -> list[float]:
@@ -73,19 +78,20 @@ def _evaluate(module) -> list[float]:
     return returns
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def trained(request, tmp_path_factory):
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    spec = _spec()
-    ckpt = tmp_path_factory.mktemp("td3") / "checkpoint"
+    spec = _spec(request.param)
+    budget = spec.budget["env_steps"]
+    ckpt = tmp_path_factory.mktemp(request.param.lower()) / "checkpoint"
     probe = np.random.default_rng(0).uniform(-1, 1, size=(64, 3)).astype(np.float32)
     torch.manual_seed(SEED)
     with ray_session(num_cpus=spec.cpus):
         algo = build_algorithm_config(spec).build_algo()
         try:
             steps = 0
-            while steps < BUDGET:
+            while steps < budget:
                 steps = int(algo.train()["num_env_steps_sampled_lifetime"])
             live = algo.learner_group._learner.module["default_policy"]
             returns = _evaluate(live)
@@ -100,13 +106,13 @@ def trained(tmp_path_factory):
                 restored.learner_group._learner.module["default_policy"], probe)
         finally:
             restored.stop()
-    return {"steps": steps, "returns": returns, "live": live_actions,
+    return {"algorithm": spec.algorithm, "steps": steps, "returns": returns, "live": live_actions,
             "restored": restored_actions, "restored_learner": restored_learner_actions}
 
 
-def test_td3_learns_pendulum(trained):
+def test_learns_pendulum(trained):
     mean = float(np.mean(trained["returns"]))
-    print(f"TD3 {ENV}: deterministic mean return {mean:.1f} over {len(EVAL_SEEDS)} episodes "
+    print(f"{trained['algorithm']} {ENV}: deterministic mean return {mean:.1f} over {len(EVAL_SEEDS)} episodes "
           f"after {trained['steps']} env steps")
     assert math.isfinite(mean)
     assert mean > TARGET, f"mean return {mean:.1f} <= {TARGET} after {trained['steps']} steps"
