@@ -26,6 +26,7 @@ import yaml
 from ddrl.study import Study
 
 from .conftest import snakemake_command, write_test_profile
+from .test_slurm import _read
 
 TESTS = Path(__file__).resolve().parents[1]
 GRID_CONFIG = TESTS / "data" / "search_grid.yaml"
@@ -176,9 +177,3 @@ def test_tune_search_in_a_two_node_allocation_runs_trials_on_both_nodes(
           + ", ".join(f"{t['trial']} on {t['node']} ({t['node_ip']}) metric={t['metric']}"
                       for t in trials))
 
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""

@@ -75,6 +75,8 @@ rule search_summary:
         ),
     params:
         search=search_definition,
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/search/{search_id}.log",
     script:
@@ -92,6 +94,8 @@ rule tune:
         tasks=tune_slurm("tasks"),
         cpus_per_task=tune_slurm("cpus_per_task"),
         runtime=tune_runtime,
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/tune/{search_id}.log",
     script:
