@@ -13,6 +13,10 @@ PPO needs) from the module's exploration distribution, the action clipped to the
 bounds (as RLlib's ``NormalizeAndClipActions`` does for a [-1, 1] action space), one
 ``env.step``; a reset when the episode terminates or is truncated (the env's own
 ``TimeLimit``, as in RLlib).
+
+Both report wall-clock steps/s (the figure that matters) and steps per CPU second of the
+sampling thread (``time.thread_time``): on a shared machine other processes stretch the
+wall time but not the CPU time, so the CPU ratio is the steadier comparison there.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ def time_env_runner(runner: Any, steps: int, warmup_steps: int = 200,
     prof = cProfile.Profile() if profile_top else None
     n = n_eps = calls = 0
     lengths: list[int] = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     if prof:
         prof.enable()
     while n < steps:
@@ -81,8 +85,9 @@ def time_env_runner(runner: Any, steps: int, warmup_steps: int = 200,
         lengths += lens
     if prof:
         prof.disable()
-    elapsed = time.perf_counter() - t0
-    out = {"env_steps": n, "seconds": elapsed, "steps_per_s": n / elapsed, "calls": calls,
+    elapsed, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    out = {"env_steps": n, "seconds": elapsed, "steps_per_s": n / elapsed,
+           "cpu_s": cpu, "steps_per_cpu_s": n / cpu, "calls": calls,
            "episodes": n_eps, "mean_episode_len": float(np.mean(lengths)) if lengths else None,
            "num_envs": runner.num_envs, "torch_threads": _torch_threads()}
     if prof:
@@ -114,7 +119,7 @@ def time_plain_loop(module: Any, env_id: str, steps: int, seed: int = 0,
     with torch.no_grad():
         while t0 is None or n < steps:
             if t0 is None and n >= warmup_steps:  # start the clock after the warm-up
-                t0, n, n_eps, lengths = time.perf_counter(), 0, 0, []
+                t0, c0, n, n_eps, lengths = time.perf_counter(), time.thread_time(), 0, 0, []
             out = module.forward_exploration(
                 {"obs": torch.as_tensor(obs[None], dtype=torch.float32)})
             dist = dist_cls.from_logits(out["action_dist_inputs"])
@@ -129,8 +134,9 @@ def time_plain_loop(module: Any, env_id: str, steps: int, seed: int = 0,
                     lengths.append(ep_len)
                 ep_len = 0
                 obs, _ = env.reset()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.thread_time() - c0
     env.close()
-    return {"env_steps": n, "seconds": elapsed, "steps_per_s": n / elapsed, "calls": 1,
+    return {"env_steps": n, "seconds": elapsed, "steps_per_s": n / elapsed,
+            "cpu_s": cpu, "steps_per_cpu_s": n / cpu, "calls": 1,
             "episodes": n_eps, "mean_episode_len": float(np.mean(lengths)) if lengths else None,
             "num_envs": 1, "torch_threads": _torch_threads()}
