@@ -22,6 +22,8 @@ Usage::
     .venv/bin/python bench/dag.py --sizes 500 --repeats 5  # one size, more repeats
     .venv/bin/python bench/dag.py --profile 5000           # also cProfile the parse (top 25)
     .venv/bin/python bench/dag.py --noop-jobs 200          # a longer per-job measurement
+    mkdir /tmp/before && git archive 2f5a0f0 | tar -x -C /tmp/before
+    .venv/bin/python bench/dag.py --checkout /tmp/before  # "before" (ddrl as of 2f5a0f0)
 
 The last line of output is one JSON object with every figure (``--json FILE`` writes it
 to a file too).
@@ -197,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=25, help="rows of the profile to print")
     p.add_argument("--checkout", type=Path,
                    help="time the workflow and ddrl package of another checkout of this "
-                        "repository (e.g. `git worktree add /tmp/before <commit>`): before/after")
+                        "repository, for before/after (e.g. `mkdir /tmp/before && git archive "
+                        "<commit> | tar -x -C /tmp/before`)")
     p.add_argument("--json", help="also write the figures to this file")
     args = p.parse_args(argv)
     if args.checkout:
