@@ -1,4 +1,4 @@
-"""Off-policy training throughput: ddrl TD3 vs Stable-Baselines3 TD3, same machine, same run.
+"""Off-policy training throughput, before/after: ddrl's fast path vs RLlib's generic path and SB3.
 
 Both run HumanoidBulletEnv-v0 (by default) at one gradient update per env step, [256, 256]
 actor and critics, batch 256, one env runner. Each first samples ``--learning-starts`` random
@@ -10,13 +10,15 @@ Usage (needs the ``bench`` extra: ``pip install -c requirements.lock -e '.[bench
 
     python bench/offpolicy_throughput.py                      # ddrl-td3 vs sb3-td3
     python bench/offpolicy_throughput.py --rounds 2           # alternate them twice
-    python bench/offpolicy_throughput.py --algos ddrl-td3-generic rllib-sac --steps 200
+    python bench/offpolicy_throughput.py --algos ddrl-sac ddrl-sac-generic --steps 300
 
 Algorithms:
   ddrl-td3          ddrl TD3, transition buffer, k updates per learner call (the default)
   ddrl-td3-generic  ddrl TD3 through RLlib's generic path: EpisodeReplayBuffer, one
                     ``LearnerGroup.update`` per minibatch, 1-step fragments (the "before")
-  rllib-sac         ddrl's SAC registry entry (RLlib 2.60's own SAC), for reference
+  ddrl-sac          ddrl SAC (transition buffer, concat(obs, action) Q-nets; the default)
+  ddrl-sac-generic  SAC through RLlib's own training step: EpisodeReplayBuffer, 1-step
+                    fragments (RLlib's SAC loop; with ddrl's Q-nets)
   sb3-td3           Stable-Baselines3 TD3 (its defaults: torch's thread count)
   sb3-td3-1t        the same with one torch thread, as ddrl's CPU learner uses
 """
@@ -34,56 +36,28 @@ HIDDENS = [256, 256]
 BATCH = 256
 
 
-def _spec(algorithm: str, env: str, seed: int, hp: dict):
-    from ddrl.algorithms import get_algorithm
-    from ddrl.schema import RESOURCES
-    from ddrl.study import RunSpec
-
-    resources = {k: v["default"] for k, v in RESOURCES["properties"].items()}
-    return RunSpec(algorithm=algorithm, env=env, seed=seed, resources=resources,
-                   budget={"env_steps": 1}, hyperparameters=get_algorithm(algorithm).resolve(hp),
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1})
-
-
 def run_rllib(name: str, env: str, steps: int, learning_starts: int, seed: int,
               fragment: int) -> dict:
-    from ddrl.runtime import ray_session
-    from ddrl.train import build_algorithm_config
+    from ddrl.sampling import run_spec
+    from ddrl.throughput import time_training
 
-    chunk = 1000  # env steps per training iteration (the registry default)
-    if name == "rllib-sac":
-        hp = {"fcnet_hiddens": HIDDENS, "train_batch_size": BATCH, "updates_per_step": 1.0,
-              "num_steps_sampled_before_learning_starts": learning_starts,
-              "timesteps_per_iteration": chunk, "rollout_fragment_length": 1}
-        spec = _spec("SAC", env, seed, hp)
+    generic = name.endswith("-generic")
+    hp = {"train_batch_size": BATCH, "updates_per_step": 1.0,
+          "num_steps_sampled_before_learning_starts": learning_starts,
+          "timesteps_per_iteration": 1000,
+          "rollout_fragment_length": 1 if generic else fragment,
+          "replay_buffer_type": "EpisodeReplayBuffer" if generic else "TransitionReplayBuffer"}
+    if name.startswith("ddrl-sac"):
+        spec = run_spec("SAC", env, seed, {**hp, "fcnet_hiddens": HIDDENS})
     else:
-        generic = name == "ddrl-td3-generic"
-        hp = {"actor_hiddens": HIDDENS, "critic_hiddens": HIDDENS, "train_batch_size": BATCH,
-              "updates_per_step": 1.0, "num_steps_sampled_before_learning_starts": learning_starts,
-              "timesteps_per_iteration": chunk,
-              "rollout_fragment_length": 1 if generic else fragment,
-              "replay_buffer_type": "EpisodeReplayBuffer" if generic else "TransitionReplayBuffer"}
-        spec = _spec("TD3", env, seed, hp)
-    with ray_session(num_cpus=spec.cpus):
-        algo = build_algorithm_config(spec).build_algo()
-        try:
-            done = 0
-            while done < learning_starts + BATCH:  # warm-up, and the first updates (untimed)
-                done = int(algo.train()["num_env_steps_sampled_lifetime"])
-            start_steps, t0 = done, time.perf_counter()
-            timers = []
-            while done - start_steps < steps:
-                result = algo.train()
-                done = int(result["num_env_steps_sampled_lifetime"])
-                timers.append(result.get("timers", {}))
-            elapsed = time.perf_counter() - t0
-        finally:
-            algo.stop()
+        spec = run_spec("TD3", env, seed, {**hp, "actor_hiddens": HIDDENS,
+                                           "critic_hiddens": HIDDENS})
+    row = time_training(spec, learning_starts + BATCH, steps)
     keys = ("env_runner_sampling_timer", "replay_buffer_sampling_timer",
             "learner_update_timer", "synch_weights")
-    last = {k: round(float(timers[-1][k]) * 1000, 2) for k in keys if timers and k in timers[-1]}
-    return {"algo": name, "env_steps": done - start_steps, "seconds": elapsed,
-            "steps_per_s": (done - start_steps) / elapsed, "timers_ms_per_call": last}
+    row["timers_s_last_iteration"] = {k: round(row["timers_s"][k], 3) for k in keys
+                                      if k in row["timers_s"]}
+    return {"algo": name, **{k: v for k, v in row.items() if k != "timers_s"}}
 
 
 def run_sb3(env_id: str, steps: int, learning_starts: int, seed: int,
@@ -134,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--algos", nargs="+", default=["sb3-td3", "sb3-td3-1t", "ddrl-td3"],
-                   choices=["ddrl-td3", "ddrl-td3-generic", "rllib-sac", "sb3-td3", "sb3-td3-1t"])
+                   choices=["ddrl-td3", "ddrl-td3-generic", "ddrl-sac", "ddrl-sac-generic",
+                            "sb3-td3", "sb3-td3-1t"])
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -152,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"round {r} {name:17s} {row['steps_per_s']:8.1f} env steps/s "
                   f"({row['env_steps']} steps in {row['seconds']:.1f} s) "
-                  f"{json.dumps({k: v for k, v in row.items() if k.endswith(('_call', 'threads'))})}",
+                  f"{json.dumps({k: v for k, v in row.items() if k.endswith(('_iteration', 'threads'))})}",
                   flush=True)
     med = {n: statistics.median(x["steps_per_s"] for x in rows if x["algo"] == n)
            for n in args.algos}

@@ -10,6 +10,36 @@ from typing import Iterator
 log = logging.getLogger(__name__)
 
 
+LEARNER_THREADS_ENV = "DDRL_LEARNER_THREADS"
+
+
+@contextlib.contextmanager
+def learner_threads() -> Iterator[int]:
+    """Limit torch's intra-op threads in this (driver) process, where a local CPU learner
+    trains, to ``$DDRL_LEARNER_THREADS`` (default 1); restore them on exit.
+
+    Small-MLP updates gain little from more threads, and torch's OpenMP threads spin when a
+    core is busy elsewhere: PPO on the humanoid, 1 env runner, 2-core box with background
+    load, 389 env steps/s with 1 thread vs 80 with 2 (bench/scaling.py, docs/benchmarks.md).
+    Ray's workers (env runners, Tune trials) already get one thread per CPU they hold.
+    """
+    import torch
+
+    raw = os.environ.get(LEARNER_THREADS_ENV, "1")
+    try:
+        threads = int(raw)
+        if threads < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"${LEARNER_THREADS_ENV} must be an integer >= 1, got {raw!r}") from None
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        torch.set_num_threads(before)
+
+
 @contextlib.contextmanager
 def ray_session(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> Iterator[None]:
     """Use the Ray cluster at ``address`` (or ``$RAY_ADDRESS``), else start a private one.

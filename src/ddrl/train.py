@@ -26,7 +26,7 @@ from ddrl import atomic, checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.progress import ProgressLog, row_from_result, use_per_iteration_timers
-from ddrl.runtime import ray_session
+from ddrl.runtime import learner_threads, ray_session
 from ddrl.slurm import env_runner_placement
 from ddrl.study import RunSpec
 
@@ -152,7 +152,8 @@ def train_run(
     sessions = int(max((float(r["session"]) for r in progress.rows), default=-1)) + 1
     meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
 
-    with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), _StopFlag() as stop:
+    with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
+            learner_threads(), _StopFlag() as stop:
         try:
             algo = config.build_algo()
         except Exception as err:
