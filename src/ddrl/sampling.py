@@ -67,8 +67,8 @@ def time_env_runner(runner: Any, steps: int, warmup_steps: int = 200,
     """Env steps/s of ``runner.sample()`` (default arguments, as training calls it).
 
     Calls it until at least ``steps`` env steps were returned, after ``warmup_steps`` of
-    untimed sampling. Episode lengths count only episodes that ended in the timed part
-    (their first steps may predate it). With ``profile_top``, the timed calls run under
+    untimed sampling. Episode lengths are those of the finished episodes' chunks returned by
+    the timed calls (an episode begun before the clock started counts only its timed steps). With ``profile_top``, the timed calls run under
     cProfile and the top rows (by cumulative time) come back as ``profile``.
     """
     if warmup_steps:
