@@ -10,17 +10,18 @@ methods' ``--learning-starts`` steps plus one minibatch. The settings match on b
 - SAC and TD3: one gradient update per env step, [256, 256] networks, batch 256.
 
 ddrl runs through the registry (``ddrl.sampling.run_spec``, the same path as a study run)
-with 1 env runner (``ddrl-ppo``, ``ddrl-sac``, ``ddrl-td3``) and, for PPO, also with 2
-(``ddrl-ppo-2r``), which is how ddrl uses the second core; SB3 is single-process
-(``sb3-*``). Measurements alternate within each ``--rounds`` round, so machine noise hits
+with 1 env runner (``ddrl-ppo``, ``ddrl-sac``, ``ddrl-td3``); for PPO also with 8 envs in
+the runner (``ddrl-ppo-1x8``, ``num_envs_per_env_runner: 8``: RLlib's per-step overhead is
+paid once per vector step) and with 2 runners of 4 envs (``ddrl-ppo-2x4``), which is how
+ddrl uses the second core. SB3 is single-process with one env (``sb3-*``). Measurements alternate within each ``--rounds`` round, so machine noise hits
 both sides; the summary prints the median per algorithm and the ratios ddrl / SB3. The last
 line of output is one JSON object with every measurement.
 
 Usage (needs the ``bench`` extra: ``pip install -c requirements.lock -e '.[bench]'``)::
 
-    .venv/bin/python bench/peers.py                             # all, 1 round, ~8 min
+    .venv/bin/python bench/peers.py                             # all, 1 round, ~6 min
     .venv/bin/python bench/peers.py --algos ddrl-sac sb3-sac --rounds 2
-    .venv/bin/python bench/peers.py --algos ddrl-ppo ddrl-ppo-2r sb3-ppo --ppo-iters 4
+    .venv/bin/python bench/peers.py --algos ddrl-ppo ddrl-ppo-1x8 ddrl-ppo-2x4 sb3-ppo --rounds 2
 """
 
 from __future__ import annotations
@@ -35,20 +36,23 @@ import time
 HIDDENS_OFFPOLICY = [256, 256]
 HIDDENS_PPO = [64, 64]
 BATCH = 256
-ALGOS = ["ddrl-ppo", "ddrl-ppo-2r", "sb3-ppo", "ddrl-sac", "sb3-sac", "ddrl-td3", "sb3-td3"]
-PAIRS = [("ddrl-ppo", "sb3-ppo"), ("ddrl-ppo-2r", "sb3-ppo"), ("ddrl-sac", "sb3-sac"),
+PPO_LAYOUTS = {"ddrl-ppo": (1, 1), "ddrl-ppo-1x8": (1, 8), "ddrl-ppo-2r": (2, 1),
+               "ddrl-ppo-2x4": (2, 4)}  # name -> (env runners, envs per runner)
+ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "sb3-sac", "ddrl-td3", "sb3-td3"]
+PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
          ("ddrl-td3", "sb3-td3")]
 
 
 def _ddrl_spec(name: str, args):
     from ddrl.sampling import run_spec
 
-    runners = 2 if name.endswith("-2r") else 1
-    if name.startswith("ddrl-ppo"):
+    if name in PPO_LAYOUTS:
+        runners, envs = PPO_LAYOUTS[name]
         hp = {"train_batch_size": args.ppo_batch, "minibatch_size": args.ppo_minibatch,
               "num_epochs": args.ppo_epochs, "fcnet_hiddens": HIDDENS_PPO,
               "fcnet_activation": "tanh"}
-        return run_spec("PPO", args.env, args.seed, hp, {"num_env_runners": runners})
+        return run_spec("PPO", args.env, args.seed, hp,
+                        {"num_env_runners": runners, "num_envs_per_env_runner": envs})
     common = {"train_batch_size": BATCH, "updates_per_step": 1.0,
               "num_steps_sampled_before_learning_starts": args.learning_starts}
     if name == "ddrl-sac":
