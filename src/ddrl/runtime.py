@@ -13,18 +13,16 @@ log = logging.getLogger(__name__)
 LEARNER_THREADS_ENV = "DDRL_LEARNER_THREADS"
 
 
-@contextlib.contextmanager
-def learner_threads() -> Iterator[int]:
-    """Limit torch's intra-op threads in this (driver) process, where a local CPU learner
-    trains, to ``$DDRL_LEARNER_THREADS`` (default 1); restore them on exit.
+def learner_thread_count() -> int:
+    """torch intra-op threads for a CPU learner: ``$DDRL_LEARNER_THREADS``, default 1.
 
-    Small-MLP updates gain little from more threads, and torch's OpenMP threads spin when a
-    core is busy elsewhere: PPO on the humanoid, 1 env runner, 2-core box with background
-    load, 389 env steps/s with 1 thread vs 80 with 2 (bench/scaling.py, docs/benchmarks.md).
-    Ray's workers (env runners, Tune trials) already get one thread per CPU they hold.
+    A training job holds one CPU for the driver (where a local learner trains) plus one per
+    env runner, so one thread is what it was given. Small-MLP updates gain little from more,
+    and torch's OpenMP threads spin when a core is busy elsewhere: PPO on the humanoid, 1 env
+    runner, 2-core box with background load, 389 env steps/s with 1 thread vs 80 with 2
+    (bench/scaling.py). On an otherwise idle machine 2 threads make a SAC update ~10% faster
+    (docs/benchmarks.md).
     """
-    import torch
-
     raw = os.environ.get(LEARNER_THREADS_ENV, "1")
     try:
         threads = int(raw)
@@ -32,6 +30,17 @@ def learner_threads() -> Iterator[int]:
             raise ValueError
     except ValueError:
         raise ValueError(f"${LEARNER_THREADS_ENV} must be an integer >= 1, got {raw!r}") from None
+    return threads
+
+
+@contextlib.contextmanager
+def learner_threads() -> Iterator[int]:
+    """Set torch's intra-op threads in this (driver) process, where a local CPU learner
+    trains, to :func:`learner_thread_count`; restore them on exit. Ray's workers (env
+    runners, Tune trials) already get one thread per CPU they hold."""
+    import torch
+
+    threads = learner_thread_count()
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:

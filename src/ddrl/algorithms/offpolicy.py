@@ -62,10 +62,10 @@ class TransitionReplayConfig(SACConfig):
     def __init__(self, algo_class: Optional[type] = None) -> None:
         super().__init__(algo_class=algo_class)
         self.updates_per_step = 1.0
-        # torch intra-op threads of a CPU learner. Small MLP updates gain nothing from more
-        # threads, and on a busy machine extra threads oversubscribe the cores (measured
-        # 10x slower updates with 2 threads on a loaded 2-core box). None: leave torch alone.
-        self.learner_num_threads: Optional[int] = 1
+        # torch intra-op threads of a CPU learner; None: ddrl.runtime.learner_thread_count()
+        # ($DDRL_LEARNER_THREADS, default 1). On a busy machine extra threads oversubscribe
+        # the cores (measured 10x slower updates with 2 threads on a loaded 2-core box).
+        self.learner_num_threads: Optional[int] = None
         # Remote env runners sample the next fragment while the learner trains on the last
         # one (the policy then lags one fragment behind the learner).
         self.sample_while_learning = True
@@ -86,7 +86,8 @@ class TransitionReplayConfig(SACConfig):
 
         Args:
             updates_per_step: gradient steps per sampled env step (transition buffer).
-            learner_num_threads: torch threads of a CPU learner (None: torch's default).
+            learner_num_threads: torch threads of a CPU learner (None: $DDRL_LEARNER_THREADS,
+                default 1).
             sample_while_learning: with remote env runners, let them sample the next
                 fragment while the learner trains (one fragment of policy lag).
         """
@@ -147,8 +148,10 @@ class TransitionReplayConfig(SACConfig):
 
 def limit_learner_threads(learner: Any) -> None:
     """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``)."""
-    threads = getattr(learner.config, "learner_num_threads", None)
-    if threads and learner._device.type == "cpu":
+    from ddrl.runtime import learner_thread_count
+
+    threads = getattr(learner.config, "learner_num_threads", None) or learner_thread_count()
+    if learner._device.type == "cpu":
         torch.set_num_threads(int(threads))
 
 
