@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import resource
 import statistics
@@ -183,6 +182,8 @@ def time_noop(workdir: Path, n_jobs: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 5000],
                    help="runs per study (default: 500 5000)")
@@ -254,11 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no-op study, local profile, --cores 2: {noop['jobs']} jobs in "
                   f"{noop['total_s']:.2f} s, of which {noop['startup_s']:.2f} s startup/DAG; "
                   f"{noop['s_per_job']:.3f} s per job", flush=True)
-    line = json.dumps(result)
-    if args.json:
-        Path(args.json + ".tmp").write_text(line + "\n")
-        os.replace(args.json + ".tmp", args.json)
-    print(line)
+    report_json(result, args.json)
     return 0
 
 

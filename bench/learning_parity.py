@@ -55,6 +55,8 @@ def train_and_evaluate(algorithm: str, env: str, seed: int, steps: int, hp: dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithm", default="SAC")
     p.add_argument("--env", default="Pendulum-v1")
@@ -89,11 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: mean return {summary[name]['mean_return']:.1f} over seeds "
               f"{args.seeds}, {summary[name]['train_s']:.0f} s per run; {json.dumps(hp)}")
     out = {"args": vars(args), "rows": rows, "summary": summary}
-    if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
-    print(json.dumps(out))
+    report_json(out, args.json)
     shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

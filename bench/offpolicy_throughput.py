@@ -100,6 +100,8 @@ def run_sb3(env_id: str, steps: int, learning_starts: int, seed: int,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")
     p.add_argument("--steps", type=int, default=1500, help="timed env steps per measurement")
@@ -138,10 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     for base in ("sb3-td3", "sb3-td3-1t"):
         if "ddrl-td3" in med and base in med:
             print(f"ratio ddrl-td3 / {base} = {med['ddrl-td3'] / med[base]:.2f}")
-    if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump({"args": vars(args), "rows": rows, "median": med}, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
+    report_json({"args": vars(args), "rows": rows, "median": med}, args.json)
     return 0
 
 

@@ -27,7 +27,6 @@ Usage (needs the ``bench`` extra: ``pip install -c requirements.lock -e '.[bench
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -132,6 +131,8 @@ def summarize(rows: list[dict], algos: list[str]) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")
     p.add_argument("--algos", nargs="+", default=ALGOS, choices=ALGOS)
@@ -162,11 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     for pair, v in ratios.items():
         print(f"ratio {pair} = {v:.2f}")
     out = {"args": vars(args), "rows": rows, "median": median, "ratios": ratios}
-    if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
-    print(json.dumps(out))
+    report_json(out, args.json)
     return 0
 
 

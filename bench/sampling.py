@@ -34,7 +34,6 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 
 def measure(env: str, num_envs: int, args) -> list[dict]:
@@ -86,6 +85,8 @@ def measure(env: str, num_envs: int, args) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")
     p.add_argument("--envs", type=int, nargs="+", default=[1, 2, 4, 8],
@@ -146,11 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "sampling", "env": args.env, "cpus": os.cpu_count(),
               "args": vars(args), "summary": summary, "best": best,
               "target": args.target, "met": best["ratio"] >= args.target, "rows": rows}
-    line = json.dumps(result)
-    if args.json:
-        Path(args.json + ".tmp").write_text(line + "\n")
-        os.replace(args.json + ".tmp", args.json)
-    print(line)
+    report_json(result, args.json)
     return 0
 
 

@@ -29,6 +29,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ddrl.throughput import report_json
+
     from ddrl.sampling import run_spec
     from ddrl.throughput import time_training
 
@@ -70,11 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  runners={n}: {s['steps_per_s']:7.1f} env steps/s, speedup {s['speedup']:.2f}, "
               f"efficiency {s['efficiency']:.2f}")
     out = {"args": vars(args), "rows": rows, "summary": summary}
-    if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
-    print(json.dumps(out))
+    report_json(out, args.json)
     return 0
 
 

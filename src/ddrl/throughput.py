@@ -38,3 +38,15 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
             "steps_per_s": (done - start) / elapsed, "iterations": iters,
             "timers_s": {k: float(v) for k, v in timers.items()
                          if isinstance(v, (int, float))}}
+
+
+def report_json(result: dict[str, Any], path: str | None = None) -> None:
+    """A benchmark's closing output: ``result`` as one JSON line on stdout and, with
+    ``path``, the same written atomically to that file."""
+    import json
+
+    from ddrl.atomic import write_json
+
+    if path:
+        write_json(path, result)
+    print(json.dumps(result, default=str))
