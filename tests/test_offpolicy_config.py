@@ -72,3 +72,12 @@ def test_learner_threads_sets_and_restores_torch_threads(monkeypatch):
         with pytest.raises(ValueError, match=r"\$DDRL_LEARNER_THREADS must be an integer >= 1"):
             with learner_threads():
                 pass
+
+
+def test_fast_sac_refuses_discrete_actions_with_a_named_error():
+    from ddrl.runtime import ray_session
+
+    spec = run_spec("SAC", "CartPole-v1", 0, {}, {"num_env_runners": 0})
+    with ray_session(num_cpus=1):
+        with pytest.raises(ValueError, match=r"trains continuous \(Box\) actions.*Discrete\(2\)"):
+            build_algorithm_config(spec).build_algo()

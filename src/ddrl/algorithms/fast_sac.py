@@ -126,6 +126,14 @@ class FastSACTorchLearner(SACTorchLearner):
     def build(self) -> None:
         super().build()
         limit_learner_threads(self)
+        if self.config.uses_transition_buffer:
+            for module_id, module in self.module._rl_modules.items():
+                if not isinstance(module.unwrapped().action_space, gym.spaces.Box):
+                    raise ValueError(
+                        f"ddrl's SAC loop (TransitionReplayBuffer) trains continuous (Box) "
+                        f"actions; module {module_id!r} has {module.unwrapped().action_space}. "
+                        "Use replay_buffer_type: EpisodeReplayBuffer for discrete actions."
+                    )
 
     def update_from_transitions(
         self, data: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
