@@ -99,7 +99,22 @@ def latest_valid(root: Path, run_id: str | None = None) -> tuple[Path, dict[str,
     return None
 
 
+DOOMED_SUFFIX = ".deleting"
+
+
 def prune(root: Path, keep: int) -> None:
-    """Keep the newest ``keep`` checkpoints."""
+    """Keep the newest ``keep`` checkpoints.
+
+    Each old checkpoint is first renamed to a hidden ``.<name>.deleting`` (atomic), then
+    deleted: a job killed mid-delete leaves a hidden leftover that :func:`listed` ignores
+    (and the next prune removes), never a half-deleted ``iter_N``.
+    """
+    for leftover in root.glob(f".*{DOOMED_SUFFIX}") if root.is_dir() else []:
+        shutil.rmtree(leftover, ignore_errors=True)
     for path in listed(root)[:-keep] if keep > 0 else []:
-        shutil.rmtree(path, ignore_errors=True)
+        doomed = path.with_name(f".{path.name}{DOOMED_SUFFIX}")
+        try:
+            os.replace(path, doomed)
+        except OSError:
+            continue
+        shutil.rmtree(doomed, ignore_errors=True)
