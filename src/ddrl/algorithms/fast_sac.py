@@ -40,8 +40,8 @@ from ray.rllib.utils.typing import ModuleID
 from ddrl.algorithms.offpolicy import (
     TransitionReplayAlgorithm,
     TransitionReplayConfig,
-    as_tensors,
     limit_learner_threads,
+    minibatch_tensors,
     polyak_update,
 )
 
@@ -155,12 +155,7 @@ class FastSACTorchLearner(SACTorchLearner):
         target_entropy = self.target_entropy[module_id]
         dist_cls = module.get_train_action_dist_cls()
         pairs = module.get_target_network_pairs()
-        t = as_tensors(data, self._device)
-        if len(t["rewards"]) < num_updates * batch_size:
-            raise ValueError(
-                f"update_from_transitions got {len(t['rewards'])} transitions for "
-                f"{num_updates} updates of {batch_size}"
-            )
+        t = minibatch_tensors(data, num_updates, batch_size, self._device)
 
         def policy(obs: torch.Tensor) -> Any:
             return dist_cls.from_logits(module.pi(module.pi_encoder({Columns.OBS: obs})[ENCODER_OUT]))

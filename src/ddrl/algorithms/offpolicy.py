@@ -165,11 +165,19 @@ def polyak_update(pairs: list[tuple[torch.nn.Module, torch.nn.Module]], tau: flo
     torch._foreach_lerp_(targets, sources, tau)
 
 
-def as_tensors(data: Any, device: torch.device) -> dict[str, torch.Tensor]:
-    """Transition columns (NumPy) as tensors on the learner's device."""
+def minibatch_tensors(data: Any, num_updates: int, batch_size: int,
+                      device: torch.device) -> dict[str, torch.Tensor]:
+    """Transition columns (NumPy) as tensors on the learner's device, checked to hold
+    ``num_updates`` minibatches of ``batch_size`` (the input of ``update_from_transitions``)."""
     import numpy as np
 
-    return {k: torch.as_tensor(np.asarray(v), device=device) for k, v in data.items()}
+    t = {k: torch.as_tensor(np.asarray(v), device=device) for k, v in data.items()}
+    if len(t["rewards"]) < num_updates * batch_size:
+        raise ValueError(
+            f"update_from_transitions got {len(t['rewards'])} transitions for "
+            f"{num_updates} updates of {batch_size}"
+        )
+    return t
 
 
 class TransitionReplayAlgorithm(SAC):

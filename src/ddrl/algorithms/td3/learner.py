@@ -28,7 +28,7 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
-from ddrl.algorithms.offpolicy import limit_learner_threads, polyak_update
+from ddrl.algorithms.offpolicy import limit_learner_threads, minibatch_tensors, polyak_update
 from ddrl.algorithms.td3 import losses
 
 CRITIC = "critic"
@@ -150,12 +150,7 @@ class TD3TorchLearner(TorchLearner):
         critic_opt, actor_opt = optims[CRITIC], optims[ACTOR]
         pairs = module.get_target_network_pairs()
         dev = self._device
-        t = {k: torch.as_tensor(np.asarray(v), device=dev) for k, v in data.items()}
-        if len(t["rewards"]) < num_updates * batch_size:
-            raise ValueError(
-                f"update_from_transitions got {len(t['rewards'])} transitions for "
-                f"{num_updates} updates of {batch_size}"
-            )
+        t = minibatch_tensors(data, num_updates, batch_size, dev)
         # Pre-draw all smoothing noise at once (one RNG call instead of one per step).
         noise = torch.randn(t["actions"].shape, device=dev) if config.target_noise > 0 else None
         critic_sum = torch.zeros((), device=dev)
