@@ -39,9 +39,14 @@ def _panels(table: pd.DataFrame, keys=("algorithm", "env")) -> list[tuple[tuple,
     return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(keys, sort=True)]
 
 
-def _title(key: tuple) -> str:
+def _title(key: tuple, group: pd.DataFrame | None = None) -> str:
     algo, env, *rest = key
-    return f"{algo} on {env}" + (f" (hp {rest[0]})" if rest else "")
+    title = f"{algo} on {env}"
+    schedules = sorted(set(group["update_schedule"])) if group is not None and \
+        "update_schedule" in group else []
+    if len(schedules) == 1 and schedules[0] != "on_policy":
+        title += f", {schedules[0]}"
+    return title + (f" (hp {rest[0]})" if rest else "")
 
 
 def _grid(n: int, width: float = 5.0, height: float = 4.0):
@@ -115,7 +120,7 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
         _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("iteration time (s), steady state")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle("Training iteration time by number of workers (thesis Figs 15-20)", fontsize=11)
@@ -155,7 +160,7 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> Non
         _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("speedup vs 1 runner, CPU (x)")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle("Speedup by number of workers", fontsize=11)
@@ -222,7 +227,7 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
         thr = group["return_threshold"].iloc[0]
         ax.set_xlabel(f"training time to mean return {thr:g} (s)")
         ax.set_ylabel(f"cost to reach it ({currency}, example prices)")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Time and cost to reach the return threshold", fontsize=11)
@@ -262,6 +267,71 @@ def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
                  fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+
+
+SCHEDULE_STYLE = {  # update_schedules.csv column -> (label, style)
+    "rr_speedup": ("thesis semantics (rllib1_round_robin): iteration-time speedup",
+                   {"color": "black", "marker": "o", "mfc": "black", "linestyle": "-"}),
+    "fewer_updates": ("  of which: fewer updates per iteration",
+                      {"color": "0.5", "marker": "v", "mfc": "white", "linestyle": "--"}),
+    "per_update_speedup": ("  of which: parallel sampling and learning",
+                           {"color": "0.5", "marker": "^", "mfc": "0.5", "linestyle": "-."}),
+    "fixed_speedup": ("fixed_ratio (ddrl): env steps/s speedup",
+                      {"color": "black", "marker": "s", "mfc": "white", "linestyle": ":"}),
+}
+
+
+def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pdf,
+                           png) -> pd.DataFrame:
+    """Per algorithm, env and learner: the speedup under the thesis's update schedule, its
+    two factors, the fixed-ratio speedup of the same grid and the thesis's published one.
+
+    Returns the points drawn (panel, series, workers, speedup), so tests can check them."""
+    drawn: list[dict] = []
+    data = schedules[np.isfinite(schedules["rr_speedup"].astype(float))]
+    if data.empty:
+        _empty(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
+                         "update schedule with its 1-runner baseline.")
+        return pd.DataFrame(drawn, columns=["panel", "series", "workers", "speedup"])
+    panels = [(k, g) for k, g in data.groupby(["algorithm", "env", "gpu"], sort=True)]
+    fig, axes = _grid(len(panels))
+    for ax, ((algo, env, gpu), group) in zip(axes, panels):
+        group = group.sort_values("workers")
+        panel = f"{algo} on {env}" + (", GPU learner" if gpu else "")
+        for col, (label, st) in SCHEDULE_STYLE.items():
+            y = group[col].astype(float)
+            ok = np.isfinite(y)
+            if not ok.any():
+                continue
+            yerr = None
+            if f"{col}_ci_low" in group:
+                lo, hi = group[f"{col}_ci_low"].astype(float), group[f"{col}_ci_high"].astype(float)
+                yerr = np.nan_to_num(np.clip(np.vstack([y - lo, hi - y])[:, ok], 0, None))
+            ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
+            drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(group["workers"][ok], y[ok])]
+        thesis = comparison[(comparison["algorithm"] == algo) & (comparison["gpu"] == gpu)]
+        if len(thesis) and env == "HumanoidBulletEnv-v0":
+            ax.plot(thesis["workers"], thesis["thesis_speedup"], color="0.3", marker="D",
+                    mfc="none", linestyle="none", label="thesis, published (RLlib 1.1)")
+            drawn += [{"panel": panel, "series": "thesis", "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(thesis["workers"], thesis["thesis_speedup"])]
+        top = max(group["workers"].max(), thesis["workers"].max() if len(thesis) else 1)
+        n = np.geomspace(1, top, 20)
+        ax.plot(n, n, color="0.7", linestyle=":", lw=1, label="ideal (speedup = workers)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, list(group["workers"]) + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"))
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("speedup vs 1 runner (x)")
+        ax.set_title(f"{algo} on {env}" + (", GPU learner" if gpu else ""))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6)
+    fig.suptitle("Off-policy speedup: the thesis's update schedule vs a fixed update ratio",
+                 fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+    return pd.DataFrame(drawn)
 
 
 def reward_figures(progress: pd.DataFrame, outputs: dict[str, tuple[Path, Path]]) -> None:

@@ -46,6 +46,7 @@ rule plot_scaling:
         breakdown=ROOT + "/tables/breakdown.csv",
         amdahl=ROOT + "/tables/amdahl.csv",
         thesis=ROOT + "/tables/thesis_comparison.csv",
+        schedules=ROOT + "/tables/update_schedules.csv",
         cost=ROOT + "/tables/cost.csv",
     output:
         **{k: v for name in FIGURES for k, v in _figure(name).items()},

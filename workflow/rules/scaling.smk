@@ -23,6 +23,7 @@ rule scaling:
         **_table("breakdown", "breakdown_table"),
         **_table("amdahl", "amdahl_table"),
         **_table("thesis_comparison", "thesis_comparison_table"),
+        **_table("update_schedules", "update_schedules_table"),
         **_table("runs", "runs_table", category="Provenance", subcategory="Runs"),
     params:
         settings=config.get("scaling", {}),
