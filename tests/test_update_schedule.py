@@ -14,6 +14,7 @@ One Ray session is shared by the eight short runs (tiny networks on Pendulum-v1)
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -54,14 +55,19 @@ def _spec(algorithm: str, schedule: str, runners: int) -> RunSpec:
 
 
 @pytest.fixture(scope="module")
-def progress(tmp_path_factory) -> dict[tuple, pd.DataFrame]:
+def run_dirs(tmp_path_factory) -> dict[tuple, Path]:
     out = {}
     with ray_session(num_cpus=3):
         for case in CASES:
             run_dir = tmp_path_factory.mktemp("-".join(map(str, case)))
             train_run(_spec(*case), run_dir, print_fn=lambda line: None)
-            out[case] = pd.read_csv(run_dir / "progress.csv")
+            out[case] = run_dir
     return out
+
+
+@pytest.fixture(scope="module")
+def progress(run_dirs) -> dict[tuple, pd.DataFrame]:
+    return {case: pd.read_csv(d / "progress.csv") for case, d in run_dirs.items()}
 
 
 @pytest.mark.parametrize("algorithm", ["SAC", "TD3"])
@@ -110,3 +116,27 @@ def test_schedules_differ_by_workers(progress):
 def test_update_schedule_is_part_of_the_run_id():
     a, b = (_spec("TD3", s, 1) for s in ("rllib1_round_robin", "fixed_ratio"))
     assert a.run_id != b.run_id
+
+
+def test_scaling_tables_from_the_real_runs(run_dirs, tmp_path):
+    """The scaling stage on these progress files: each schedule in the speedup table with its
+    updates per env step, and the thesis-mode speedup split with "fewer updates" = 2."""
+    from ddrl.scaling_stage import scaling_stage
+
+    tables = scaling_stage(list(run_dirs.values()), tmp_path, {"warmup_iterations": 1,
+                                                               "bootstrap": 100})
+    speedup = tables["speedup"]
+    for algorithm in ("SAC", "TD3"):
+        rows = speedup[speedup["algorithm"] == algorithm].set_index(["update_schedule", "workers"])
+        assert rows.loc[("rllib1_round_robin", 1), "updates_per_env_step"] == pytest.approx(
+            1 / FRAGMENT)
+        assert rows.loc[("rllib1_round_robin", 2), "updates_per_env_step"] == pytest.approx(
+            1 / (2 * FRAGMENT))
+        assert rows.loc[("fixed_ratio", 2), "updates_per_env_step"] == pytest.approx(
+            FIXED_RATIO, abs=0.01)
+        assert (rows["updates_per_s"] > 0).all()
+    sched = tables["update_schedules"].set_index(["algorithm", "workers"])
+    for algorithm in ("SAC", "TD3"):
+        assert sched.loc[(algorithm, 2), "fewer_updates"] == pytest.approx(2.0)
+        assert sched.loc[(algorithm, 2), "fixed_speedup"] > 0
+        assert sched.loc[(algorithm, 2), "note"] == ""
