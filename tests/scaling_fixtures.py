@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddrl.progress import COLUMNS
+from ddrl.training.progress import COLUMNS
 
 HP = {"lr": 0.0003, "train_batch_size": 4000}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "dag.py"
 

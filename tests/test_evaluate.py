@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from ddrl.errors import CheckpointError, ConfigError
-from ddrl.evaluate import (eval_seeds, evaluate_run, returns_table, training_seeds,
+from ddrl.agents.evaluate import (eval_seeds, evaluate_run, returns_table, training_seeds,
                            write_curve, write_eval)
-from ddrl.study import RunSpec, Study
+from ddrl.config.study import RunSpec, Study
 
 from conftest import TINY_CONFIG
 
@@ -139,12 +139,12 @@ def test_restored_policy_scores_the_same_as_the_live_one(tmp_path):
     import torch
     from ray.rllib.utils.spaces.space_utils import unsquash_action
 
-    from ddrl import checkpoints
-    from ddrl.envs import make_env
-    from ddrl.evaluate import evaluate_policy
-    from ddrl.policy import load_run_policy
-    from ddrl.runtime import ray_session
-    from ddrl.train import build_algorithm_config
+    from ddrl.training import checkpoints
+    from ddrl.config.envs import make_env
+    from ddrl.agents.evaluate import evaluate_policy
+    from ddrl.agents.policy import load_run_policy
+    from ddrl.training.runtime import ray_session
+    from ddrl.training.train import build_algorithm_config
 
     def live_filter(runner):  # runs in the env runner (a local function pickles by value)
         conn = next(c for c in runner._env_to_module.connectors
@@ -258,7 +258,7 @@ def test_env_mismatch_is_a_clear_error(run_copy):
 
 
 def test_intermediate_evaluation_keeps_every_checkpoint():
-    from ddrl.train import KEEP_CHECKPOINTS, keep_checkpoints
+    from ddrl.training.train import KEEP_CHECKPOINTS, keep_checkpoints
 
     assert keep_checkpoints({"evaluation": {"intermediate": True}}) == 0  # 0: keep all
     assert keep_checkpoints({"evaluation": {"episodes": 3}}) == KEEP_CHECKPOINTS

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 from conftest import TINY_CONFIG
 
@@ -42,7 +42,7 @@ def _rllib_actions(checkpoint, obs: np.ndarray) -> np.ndarray:
     from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.utils.spaces.space_utils import unsquash_action
 
-    from ddrl.envs import make_env
+    from ddrl.config.envs import make_env
 
     module = RLModule.from_checkpoint(
         str(checkpoint / "learner_group/learner/rl_module/default_policy"))
@@ -71,7 +71,7 @@ def _rllib_actions(checkpoint, obs: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("algorithm", ["PPO", "SAC", "TD3"])
 def test_exported_policy_equals_rllib_on_100_observations(tiny_study, algorithm):
-    from ddrl.export import load_exported
+    from ddrl.agents.export import load_exported
 
     if not any(s.algorithm == algorithm for s, _ in _runs(tiny_study)):
         pytest.skip(f"the tiny study has no {algorithm} run")
@@ -138,8 +138,8 @@ def test_export_includes_the_observation_filter(tiny_study):
     """Dropping the filter state would change the actions: the export really carries it."""
     import torch
 
-    from ddrl.export import load_exported
-    from ddrl.policy import load_run_policy
+    from ddrl.agents.export import load_exported
+    from ddrl.agents.policy import load_run_policy
 
     spec, run_dir = _one(tiny_study, "PPO")
     assert spec.hyperparameters["observation_filter"] == "MeanStdFilter"
@@ -158,7 +158,7 @@ def test_export_bad_checkpoint_writes_nothing(tiny_study, tmp_path):
     import shutil
 
     from ddrl.errors import CheckpointError
-    from ddrl.export import export_run
+    from ddrl.agents.export import export_run
 
     spec, run_dir = _one(tiny_study, "SAC")
     copy = tmp_path / spec.run_id

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ddrl.algorithms.fast_sac import ConcatQSACTorchRLModule, FastSACConfig
+from ddrl.algorithms.sac.sac import ConcatQSACTorchRLModule, FastSACConfig
 from ddrl.algorithms.td3.td3 import TD3Config
-from ddrl.runtime import learner_threads
-from ddrl.sampling import run_spec
-from ddrl.train import build_algorithm_config
+from ddrl.training.runtime import learner_threads
+from harness.sampling import run_spec
+from ddrl.training.train import build_algorithm_config
 
 
 def _sac(**training) -> FastSACConfig:
@@ -75,7 +75,7 @@ def test_learner_threads_sets_and_restores_torch_threads(monkeypatch):
 
 
 def test_fast_sac_refuses_discrete_actions_with_a_named_error():
-    from ddrl.runtime import ray_session
+    from ddrl.training.runtime import ray_session
 
     spec = run_spec("SAC", "CartPole-v1", 0, {}, {"num_env_runners": 0})
     with ray_session(num_cpus=1):

@@ -18,11 +18,11 @@ import pytest
 import torch
 
 from ddrl.algorithms import get_algorithm
-from ddrl.policy import default_deterministic_actions
-from ddrl.runtime import ray_session
-from ddrl.schema import RESOURCES
-from ddrl.study import RunSpec
-from ddrl.train import build_algorithm_config
+from ddrl.agents.policy import default_deterministic_actions
+from ddrl.training.runtime import ray_session
+from ddrl.config.schema import RESOURCES
+from ddrl.config.study import RunSpec
+from ddrl.training.train import build_algorithm_config
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ import math
 
 import pandas as pd
 
-from ddrl.progress import COLUMNS, ProgressLog, row_from_result
-from ddrl.provenance import REDACTED, redact_env
-from ddrl.study import Study
-from ddrl.train import progress_line
+from ddrl.training.progress import COLUMNS, ProgressLog, row_from_result
+from ddrl.training.provenance import REDACTED, redact_env
+from ddrl.config.study import Study
+from ddrl.training.train import progress_line
 
 RESULT = {
     "num_env_steps_sampled_lifetime": 6000.0,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ddrl.errors import ConfigError
-from ddrl.eval_config import render_settings
-from ddrl.study import Study, load_yaml
+from ddrl.config.eval_config import render_settings
+from ddrl.config.study import Study, load_yaml
 
 from conftest import TINY_CONFIG, run_snakemake, write_yaml
 
@@ -62,7 +62,7 @@ def test_tiny_study_videos_and_frame_strips(tiny_study):
 
 
 def test_camera_and_resolution_come_from_the_settings():
-    from ddrl.render import _frame, make_render_env
+    from ddrl.agents.render import _frame, make_render_env
 
     frames = []
     for yaw in (0, 90):
@@ -88,7 +88,7 @@ def test_camera_and_resolution_come_from_the_settings():
     ({"fov": 60}, r"unknown setting\(s\) \['fov'\]"),
 ])
 def test_bad_render_settings_name_the_run_and_write_nothing(tmp_path, render, message):
-    from ddrl.render import render_run
+    from ddrl.agents.render import render_run
 
     spec = next(iter(Study.from_file(TINY_CONFIG)))
     settings = {**render_settings(None), **render}

@@ -1,11 +1,11 @@
-"""ddrl.sampling (bench/sampling.py's measurements) on a local PPO env runner, without Ray."""
+"""harness.sampling (bench/sampling.py's measurements) on a local PPO env runner, without Ray."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddrl.sampling import run_spec, time_env_runner, time_plain_loop
-from ddrl.train import build_algorithm_config
+from harness.sampling import run_spec, time_env_runner, time_plain_loop
+from ddrl.training.train import build_algorithm_config
 
 ENV = "InvertedPendulumBulletEnv-v0"
 

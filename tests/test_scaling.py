@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddrl.cost import cost_table, price_run, with_defaults
+from ddrl.analysis.cost import cost_table, price_run, with_defaults
 from ddrl.errors import ConfigError
-from ddrl.figures_scaling import FIGURES
-from ddrl.scaling import ScalingError, aggregate, fit_amdahl, load_runs
-from ddrl.scaling_stage import cost_stage, figures_stage, scaling_stage
+from ddrl.figures.scaling import FIGURES
+from ddrl.analysis.scaling import ScalingError, aggregate, fit_amdahl, load_runs
+from ddrl.analysis.scaling_stage import cost_stage, figures_stage, scaling_stage
 
 from scaling_fixtures import amdahl_study, amdahl_time, write_run
 

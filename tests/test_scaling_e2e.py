@@ -7,8 +7,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from ddrl.figures_scaling import FIGURES
-from ddrl.study import Study
+from ddrl.figures.scaling import FIGURES
+from ddrl.config.study import Study
 
 from conftest import TINY_CONFIG, run_snakemake
 

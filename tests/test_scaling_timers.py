@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ddrl.progress import (
+from ddrl.training.progress import (
     PER_ITERATION_TIMER_KEYS,
     TIMER_COLUMNS,
     row_from_result,

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from ddrl.errors import ConfigError
-from ddrl.search import Dimension, Metric, TrialResult, leaderboard, write_summary
-from ddrl.study import Study
+from ddrl.search.grid import Dimension, Metric, TrialResult, leaderboard, write_summary
+from ddrl.config.study import Study
 
 ENV = "InvertedPendulumBulletEnv-v0"
 
@@ -205,7 +205,7 @@ def test_hyperparameters_from_another_algorithm_is_refused(tmp_path, monkeypatch
 
 
 def test_a_changed_tune_search_does_not_continue_the_old_experiment(tmp_path):
-    from ddrl.tune import _retire_stale_experiment
+    from ddrl.search.tune import _retire_stale_experiment
 
     search = Study.from_config(config(kind="tune", num_samples=4)).searches[0]
     exp = tmp_path / "tune"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ddrl import slurm
+from ddrl.cluster import slurm
 from ddrl.errors import ConfigError
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 from conftest import write_yaml
 

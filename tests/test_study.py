@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from ddrl.errors import ConfigError
-from ddrl.schema import config_schema
-from ddrl.study import RunSpec, Study, load_yaml
+from ddrl.config.schema import config_schema
+from ddrl.config.study import RunSpec, Study, load_yaml
 
 from conftest import REPO, TINY_CONFIG
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ddrl.errors import ConfigError
-from ddrl.slurm import SlurmError
-from ddrl.study import Study
-from ddrl.tune import cpus_per_node, total_cpus, tune_cluster, tune_nodes
+from ddrl.cluster.slurm import SlurmError
+from ddrl.config.study import Study
+from ddrl.search.tune import cpus_per_node, total_cpus, tune_cluster, tune_nodes
 
 
 def _search(tune: dict, num_env_runners: int = 1):

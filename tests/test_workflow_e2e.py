@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from ddrl.progress import COLUMNS
-from ddrl.study import Study
+from ddrl.training.progress import COLUMNS
+from ddrl.config.study import Study
 
 from conftest import TINY_CONFIG
 

@@ -4,7 +4,7 @@
   trial is its own Slurm training job, and the search summary ranks them (the best learning
   rate of the test-only bandit, tests/search_env.py, is known).
 - An adaptive (Ray Tune) search whose tune job asks Slurm for two nodes: Ray is started over
-  the allocation (ddrl.slurm.ray_cluster_on_nodes, the same bootstrap as multi-node
+  the allocation (ddrl.cluster.slurm.ray_cluster_on_nodes, the same bootstrap as multi-node
   training) and the trials run on both nodes.
 """
 
@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 from .conftest import snakemake_command, write_test_profile
 from .test_slurm import _read

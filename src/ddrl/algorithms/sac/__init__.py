@@ -1,6 +1,6 @@
 """SAC: RLlib's module and losses, trained by ddrl's transition-buffer loop.
 
-See :mod:`ddrl.algorithms.fast_sac`. ``replay_buffer_type`` selects RLlib's own training
+See :mod:`ddrl.algorithms.sac.sac`. ``replay_buffer_type`` selects RLlib's own training
 step with its episode buffers instead (needed for n-step returns and prioritized replay).
 """
 
@@ -57,7 +57,7 @@ PARAMS = {
 def build(spec):
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-    from ddrl.algorithms.fast_sac import FastSACConfig
+    from ddrl.algorithms.sac.sac import FastSACConfig
 
     hp = spec.hyperparameters
     config = apply_run_settings(FastSACConfig(), spec)

@@ -8,11 +8,11 @@ when a killed job is started again, :func:`run_tune` finds it there and continue
 checkpoint, and the searcher's state is reloaded) instead of starting over.
 
 The job ends with ``trials.json``: per trial its searched values, status, the series
-of the metric column (which :mod:`ddrl.search` turns into the leaderboard) and where it ran.
+of the metric column (which :mod:`ddrl.search.grid` turns into the leaderboard) and where it ran.
 
 With ``tune: {nodes: N}`` (N > 1) the tune job is one N-node Slurm job: :func:`tune_cluster`
 starts Ray over the allocation with the bootstrap multi-node training uses
-(:func:`ddrl.slurm.ray_cluster_on_nodes`), and Tune places the trials on all the nodes.
+(:func:`ddrl.cluster.slurm.ray_cluster_on_nodes`), and Tune places the trials on all the nodes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from ddrl import atomic
 from ddrl.errors import DdrlError
-from ddrl.search import Search, TrialResult, trial_name
+from ddrl.search.grid import Search, TrialResult, trial_name
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def param_space(search: Search) -> dict[str, Any]:
 def trial_spec(search: Search, values: dict[str, Any]) -> Any:
     """The RunSpec of one trial (searched values over the search's fixed ones)."""
     from ddrl.algorithms import get_algorithm
-    from ddrl.study import RunSpec
+    from ddrl.config.study import RunSpec
 
     hp = get_algorithm(search.algorithm).resolve({**search.fixed, **values})
     return RunSpec(
@@ -87,8 +87,8 @@ def make_trainable(search: Search) -> Any:
     """A Tune class trainable that trains one trial with ddrl's algorithm registry."""
     from ray import tune
 
-    from ddrl.progress import row_from_result
-    from ddrl.train import _budget_done, build_algorithm_config
+    from ddrl.training.progress import row_from_result
+    from ddrl.training.train import _budget_done, build_algorithm_config
 
     class DdrlTrial(tune.Trainable):
         def setup(self, config: dict[str, Any]) -> None:
@@ -188,7 +188,7 @@ def tune_cluster(search: Search, search_dir: str | Path, *,
     if tune_nodes(search) == 1:
         yield None
         return
-    from ddrl.slurm import ray_cluster_on_nodes
+    from ddrl.cluster.slurm import ray_cluster_on_nodes
 
     per_node = cpus_per_node(search)
     with ray_cluster_on_nodes(per_node, Path(search_dir), print_fn=print_fn,
@@ -207,7 +207,7 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
-    from ddrl.runtime import ray_session
+    from ddrl.training.runtime import ray_session
 
     search_dir = Path(search_dir).resolve()  # Tune needs an absolute storage path
     search_dir.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ Input is every run's ``progress.csv`` (one row per training iteration) joined wi
 - **env steps/s**: env steps sampled over those iterations / their summed time;
 - **breakdown**: the share of that time spent sampling, learning, syncing weights and in
   replay-buffer work, from RLlib's timers (per-iteration sums, see
-  :func:`ddrl.progress.use_per_iteration_timers`), and the unaccounted rest;
+  :func:`ddrl.training.progress.use_per_iteration_timers`), and the unaccounted rest;
 - **speedup** ``T(baseline) / T`` and **parallel efficiency** ``speedup / workers``, where the
   baseline is the 1-env-runner, no-GPU configuration of the same algorithm, env,
   hyperparameters, envs per runner and CPUs per runner;

@@ -11,9 +11,9 @@ from typing import Any
 
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
-from ddrl.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
-from ddrl.scaling_config import COST_SCHEMA, SCALING_SCHEMA
-from ddrl.slurm import SOFTWARE_SCHEMA
+from ddrl.config.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
+from ddrl.config.scaling_config import COST_SCHEMA, SCALING_SCHEMA
+from ddrl.cluster.slurm import SOFTWARE_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
@@ -97,11 +97,11 @@ def experiment_schema() -> dict[str, Any]:
 
 
 def search_schema() -> dict[str, Any]:
-    """``search:`` entries; ddrl.search checks names and ranges against the registry."""
+    """``search:`` entries; ddrl.search.grid checks names and ranges against the registry."""
     bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     return {
         "type": "array",
-        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.search).",
+        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.search.grid).",
         "items": {
             "type": "object",
             "properties": {

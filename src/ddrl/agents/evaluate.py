@@ -1,6 +1,6 @@
 """Deterministic evaluation of a run's checkpoints: ``eval.json`` and ``eval_curve.csv``.
 
-The policy is restored with :func:`ddrl.policy.load_run_policy` (RLModule plus observation
+The policy is restored with :func:`ddrl.agents.policy.load_run_policy` (RLModule plus observation
 filter state plus action rescaling), then plays N episodes in a fresh env, one evaluation
 seed per episode, with the deterministic action (no exploration noise). No Ray is started.
 
@@ -34,7 +34,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ddrl import atomic, checkpoints, provenance
+from ddrl import atomic
+from ddrl.training import checkpoints, provenance
 from ddrl.errors import CheckpointError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def summarize(returns: Sequence[float], lengths: Sequence[int]) -> dict[str, flo
 def evaluate_policy(policy: Any, seeds: Sequence[int], env_config: dict | None = None
                     ) -> tuple[list[float], list[int]]:
     """Returns and lengths of one deterministic episode per seed."""
-    from ddrl.envs import make_env
+    from ddrl.config.envs import make_env
 
     env = make_env(policy.env, **dict(env_config or {}))
     returns, lengths = [], []
@@ -126,7 +127,7 @@ def evaluate_policy(policy: Any, seeds: Sequence[int], env_config: dict | None =
 def evaluate_run(spec: Any, run_dir: str | Path, episodes: int,
                  checkpoint: str | Path | None = None) -> dict[str, Any]:
     """Evaluate a run's final checkpoint (or ``checkpoint``); return the eval.json record."""
-    from ddrl.policy import load_run_policy
+    from ddrl.agents.policy import load_run_policy
 
     started = time.perf_counter()
     seeds = eval_seeds(spec, episodes)
@@ -175,7 +176,7 @@ def curve_checkpoints(run_dir: str | Path, run_id: str) -> list[tuple[Path, dict
 
 def evaluate_curve(spec: Any, run_dir: str | Path, episodes: int) -> list[dict[str, Any]]:
     """One row per checkpoint (intermediate ones and the final one), oldest first."""
-    from ddrl.policy import load_run_policy
+    from ddrl.agents.policy import load_run_policy
 
     run_dir = Path(run_dir)
     seeds = eval_seeds(spec, episodes)

@@ -12,11 +12,11 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     ``timed_steps`` more (whole training iterations: sampling, learning, weight syncs).
 
     Returns env steps, seconds, env steps/s, iterations, and the last iteration's timers
-    (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.train``).
+    (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.training.train``).
     """
-    from ddrl.progress import use_per_iteration_timers
-    from ddrl.runtime import learner_threads, ray_session
-    from ddrl.train import build_algorithm_config
+    from ddrl.training.progress import use_per_iteration_timers
+    from ddrl.training.runtime import learner_threads, ray_session
+    from ddrl.training.train import build_algorithm_config
 
     with ray_session(num_cpus=num_cpus or max(2, spec.cpus)), learner_threads():
         algo = build_algorithm_config(spec).build_algo()

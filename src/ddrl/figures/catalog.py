@@ -1,6 +1,6 @@
 """Names of the scaling study's figures: what the workflow needs to declare their outputs.
 
-Kept apart from :mod:`ddrl.figures_scaling` (which draws them) so that parsing the workflow
+Kept apart from :mod:`ddrl.figures.scaling` (which draws them) so that parsing the workflow
 does not import matplotlib, pandas and seaborn: that import was a fixed 2-3 s of every
 ``snakemake`` call on a 2-core machine (bench/dag.py).
 """

@@ -15,9 +15,9 @@ import jsonschema
 import yaml
 
 from ddrl.algorithms import get_algorithm
-from ddrl.envs import check_env_id
+from ddrl.config.envs import check_env_id
 from ddrl.errors import ConfigError
-from ddrl.schema import RESOURCES, config_schema
+from ddrl.config.schema import RESOURCES, config_schema
 
 HASH_LEN = 8
 
@@ -164,9 +164,9 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
     """All runs of a validated config, keyed by run id, in config order.
 
     An experiment with ``hyperparameters_from`` whose file does not exist yet is skipped
-    (ddrl.search.attach_searches says why); ``inputs`` collects each run's input files.
+    (ddrl.search.grid.attach_searches says why); ``inputs`` collects each run's input files.
     """
-    from ddrl.search import best_hyperparameters
+    from ddrl.search.grid import best_hyperparameters
 
     runs: dict[str, RunSpec] = {}
     origin: dict[str, str] = {}
@@ -217,7 +217,7 @@ class Study:
     config: dict[str, Any]
     runs: dict[str, RunSpec]
     results_dir: Path = Path("results")
-    searches: list = field(default_factory=list)  # ddrl.search.Search
+    searches: list = field(default_factory=list)  # ddrl.search.grid.Search
     search_runs: dict[str, list[str]] = field(default_factory=dict)  # search id -> run ids
     run_inputs: dict[str, list[str]] = field(default_factory=dict)  # e.g. a best.yaml
     deferred: list[str] = field(default_factory=list)  # experiments waiting for a search
@@ -230,7 +230,7 @@ class Study:
         inputs: dict[str, list[str]] = {}
         study = cls(config["study"], config, expand_runs(config, source, inputs),
                     Path(results_dir), run_inputs=inputs)
-        from ddrl.search import attach_searches
+        from ddrl.search.grid import attach_searches
 
         attach_searches(study, source)
         return study

@@ -1,7 +1,7 @@
 """Checks that need the machine, run before any job starts when jobs run on this machine.
 
 The schema says what a config may ask for; these say whether this machine can give it.
-(Cluster executors check their own partitions: see ddrl.slurm.check_workflow_request.)
+(Cluster executors check their own partitions: see ddrl.cluster.slurm.check_workflow_request.)
 """
 
 from __future__ import annotations

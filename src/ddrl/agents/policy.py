@@ -12,7 +12,7 @@ Restoring only the RLModule silently drops the filter state, and the policy then
 below what training reported. :func:`load_policy` restores all three and folds them into one
 torch module, :class:`PolicyNet`, that maps a batch of raw env observations to a batch of
 deterministic env actions. Evaluation, rendering and the TorchScript export
-(:mod:`ddrl.export`) all run this same module, so what is evaluated is what is served.
+(:mod:`ddrl.agents.export`) all run this same module, so what is evaluated is what is served.
 
 The deterministic action of an algorithm
 ---------------------------------------
@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ddrl import checkpoints
+from ddrl.training import checkpoints
 from ddrl.errors import CheckpointError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ def _normalize_actions(pipeline: Any) -> bool:
 
 
 def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
-    from ddrl.envs import make_env
+    from ddrl.config.envs import make_env
 
     env = make_env(env_id, **env_config)
     try:

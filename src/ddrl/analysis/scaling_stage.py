@@ -1,7 +1,7 @@
 """The workflow's scaling, cost and scaling-figure stages: run folders in, files out.
 
 Each function here is what one Snakemake rule calls; all the statistics live in
-:mod:`ddrl.scaling` and :mod:`ddrl.cost`, the drawing in :mod:`ddrl.figures_scaling`.
+:mod:`ddrl.analysis.scaling` and :mod:`ddrl.analysis.cost`, the drawing in :mod:`ddrl.figures.scaling`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ddrl import cost as cost_mod
-from ddrl import figures_scaling as figs
-from ddrl.results import load_progress
-from ddrl.scaling import aggregate, load_runs, thesis_comparison
-from ddrl.tables import Column, write_table
+from ddrl.analysis import cost as cost_mod
+from ddrl.figures import scaling as figs
+from ddrl.analysis.results import load_progress
+from ddrl.analysis.scaling import aggregate, load_runs, thesis_comparison
+from ddrl.analysis.tables import Column, write_table
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ For each run this writes, all or none (temporary names, renamed at the end):
 - ``frames.png``: ``render.strip_frames`` evenly spaced frames of the first episode side by
   side, each labelled with its env step and the return collected so far.
 
-The rendered episodes use the run's first evaluation seeds (:func:`ddrl.evaluate.eval_seeds`),
+The rendered episodes use the run's first evaluation seeds (:func:`ddrl.agents.evaluate.eval_seeds`),
 so the first video episode is the first episode in ``eval.json``. A frame is kept after the
 reset and every ``frame_skip`` env steps (plus the last one); ``max_steps`` cuts long episodes.
 The camera (PyBullet's ``_cam_dist``, ``_cam_yaw``, ``_cam_pitch`` on the unwrapped env) is
@@ -53,7 +53,7 @@ class Recording:
 
 def check_settings(settings: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     """Validate the (defaults-filled) render settings; errors name the run and the key."""
-    from ddrl.eval_config import RENDER_SCHEMA, _merge
+    from ddrl.config.eval_config import RENDER_SCHEMA, _merge
 
     try:
         s = _merge(RENDER_SCHEMA, dict(settings), "render")
@@ -87,7 +87,7 @@ def check_settings(settings: Mapping[str, Any], run_id: str) -> dict[str, Any]:
 def make_render_env(env_id: str, settings: Mapping[str, Any], run_id: str,
                     env_config: Mapping[str, Any] | None = None) -> Any:
     """The env in ``rgb_array`` mode with the configured camera and resolution."""
-    from ddrl.envs import make_env
+    from ddrl.config.envs import make_env
 
     env = make_env(env_id, render_mode="rgb_array", **dict(env_config or {}))
     raw = env.unwrapped
@@ -108,7 +108,7 @@ def make_render_env(env_id: str, settings: Mapping[str, Any], run_id: str,
 def record(policy: Any, settings: Mapping[str, Any], seeds: list[int],
            env_config: Mapping[str, Any] | None = None) -> Recording:
     """Play ``len(seeds)`` episodes with ``policy`` and keep frames (see module docstring)."""
-    from ddrl.evaluate import run_episode
+    from ddrl.agents.evaluate import run_episode
 
     env = make_render_env(policy.env, settings, policy.run_id, env_config)
     rec = Recording()
@@ -215,8 +215,8 @@ def write_videos(rec: Recording, settings: Mapping[str, Any], mp4: str | Path, g
 def render_run(spec: Any, run_dir: str | Path, settings: Mapping[str, Any], mp4: str | Path,
                gif: str | Path, png: str | Path) -> dict[str, Any]:
     """Render a run's final checkpoint; returns a summary (returns, lengths, frames)."""
-    from ddrl.evaluate import eval_seeds
-    from ddrl.policy import load_run_policy
+    from ddrl.agents.evaluate import eval_seeds
+    from ddrl.agents.policy import load_run_policy
 
     settings = check_settings(settings, spec.run_id)
     policy = load_run_policy(spec, run_dir)

@@ -21,7 +21,7 @@ Contract of ``policy.pt`` (what a server may rely on)
   ``checkpoint_env_steps``, ``observation_shape``, ``action_shape``, ``action_low``,
   ``action_high``, ``observation_filter``, ``torch_version``, ``created``.
 
-How it is built: :func:`ddrl.policy.load_run_policy` folds the RLModule, the filter state
+How it is built: :func:`ddrl.agents.policy.load_run_policy` folds the RLModule, the filter state
 and the action rescaling into one torch module, which is traced with ``torch.jit.trace``.
 Before the file is written the traced module is checked against the eager one on random
 observations at two batch sizes; a mismatch is an error and no file is written.
@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ddrl import atomic, provenance
+from ddrl import atomic
+from ddrl.training import provenance
 from ddrl.errors import DdrlError
 
 FORMAT = "ddrl-policy"
@@ -77,7 +78,7 @@ def trace_policy(policy: Any) -> Any:
 
 
 def export_policy(policy: Any, out: str | Path) -> dict[str, Any]:
-    """Write ``policy`` (a :class:`ddrl.policy.RestoredPolicy`) to ``out`` atomically."""
+    """Write ``policy`` (a :class:`ddrl.agents.policy.RestoredPolicy`) to ``out`` atomically."""
     import torch
 
     traced = trace_policy(policy)
@@ -95,7 +96,7 @@ def export_policy(policy: Any, out: str | Path) -> dict[str, Any]:
 
 def export_run(spec: Any, run_dir: str | Path, out: str | Path) -> dict[str, Any]:
     """Export a run's final checkpoint to ``out`` (``policy.pt``)."""
-    from ddrl.policy import load_run_policy
+    from ddrl.agents.policy import load_run_policy
 
     return export_policy(load_run_policy(spec, run_dir), out)
 

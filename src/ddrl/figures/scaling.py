@@ -2,7 +2,7 @@
 
 Every figure reads in greyscale: series differ by marker, fill and line style, not only by
 colour; bars differ by hatch. Axes carry units. Inputs are the tables of
-:mod:`ddrl.scaling` and :mod:`ddrl.cost` (DataFrames), so a figure can be redrawn from the
+:mod:`ddrl.analysis.scaling` and :mod:`ddrl.analysis.cost` (DataFrames), so a figure can be redrawn from the
 CSVs alone.
 """
 
@@ -15,10 +15,10 @@ import pandas as pd
 
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-# The figure names live in ddrl.figure_catalog: the workflow imports them without matplotlib.
-from ddrl.figure_catalog import CATEGORY, FIGURES, output_key  # noqa: F401
-from ddrl.plots import plt, reward_curves, save_figure
-from ddrl.scaling import PARTS, amdahl_curve
+# The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
+from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
+from ddrl.figures.learning import plt, reward_curves, save_figure
+from ddrl.analysis.scaling import PARTS, amdahl_curve
 
 
 SERIES_STYLE = {  # gpu flag -> style

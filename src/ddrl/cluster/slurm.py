@@ -411,7 +411,7 @@ def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus
     """A Ray cluster over the first ``len(cpus_per_node)`` nodes of this Slurm job, with
     that many CPUs on each (``gpus`` on the first, the head); the driver is connected to it.
     Yields its address. Multi-node training (:func:`ray_cluster`) and the multi-node tune
-    job (:mod:`ddrl.tune`) both start their Ray here."""
+    job (:mod:`ddrl.search.tune`) both start their Ray here."""
     import ray
 
     alloc = allocation or Allocation.from_env()

@@ -5,7 +5,7 @@ A study config may declare searches (``search:``), one algorithm on one env each
     search:
       - algorithm: PPO
         env: InvertedPendulumBulletEnv-v0
-        kind: grid                  # grid: ordinary runs; tune: one Ray Tune job (ddrl.tune)
+        kind: grid                  # grid: ordinary runs; tune: one Ray Tune job (ddrl.search.tune)
         seeds: [1]
         budget: {env_steps: 20000}
         hyperparameters: {train_batch_size: 1000}      # fixed for every trial
@@ -20,7 +20,7 @@ A study config may declare searches (``search:``), one algorithm on one env each
 ``kind: grid`` crosses the lists and draws every range ``num_samples`` times per grid point
 from a seeded generator, so the same config always gives the same trials, and each trial
 (times each seed) becomes an ordinary run in ``Study.runs``. ``kind: tune`` hands the same
-space to Optuna's TPE sampler with ASHA early stopping (:mod:`ddrl.tune`).
+space to Optuna's TPE sampler with ASHA early stopping (:mod:`ddrl.search.tune`).
 
 The metric of a trial is the mean of ``column`` over its last ``last`` iterations (the
 mean over seeds when there are several); trials are ranked by it.
@@ -155,7 +155,7 @@ class Search:
     def run_specs(self) -> list[tuple[int, dict[str, Any], Any]]:
         """``(trial index, searched values, RunSpec)`` for every trial and seed."""
         from ddrl.algorithms import get_algorithm
-        from ddrl.study import RunSpec
+        from ddrl.config.study import RunSpec
 
         algo = get_algorithm(self.algorithm)
         out = []
@@ -247,9 +247,9 @@ def parse_dimension(where: str, algo: Any, name: str, raw: Any) -> Dimension:
 def parse_searches(config: Mapping[str, Any], source: str = "config") -> list[Search]:
     """The ``search`` entries of a schema-valid config, checked against the registry."""
     from ddrl.algorithms import get_algorithm
-    from ddrl.envs import check_env_id
-    from ddrl.progress import COLUMNS
-    from ddrl.schema import RESOURCES
+    from ddrl.config.envs import check_env_id
+    from ddrl.training.progress import COLUMNS
+    from ddrl.config.schema import RESOURCES
 
     searches: list[Search] = []
     seen: dict[str, int] = {}
@@ -328,7 +328,7 @@ class TrialResult:
 
 def grid_results(search: Search, run_dirs: Mapping[str, str | Path]) -> list[TrialResult]:
     """Results of a grid search from its finished run folders (run id -> folder)."""
-    from ddrl.results import read_run
+    from ddrl.analysis.results import read_run
 
     by_trial: dict[int, list[tuple[str, Any]]] = {}
     values_of: dict[int, dict[str, Any]] = {}
@@ -467,7 +467,7 @@ def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) ->
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ddrl.plots import save_figure
+    from ddrl.figures.learning import save_figure
 
     dims = search.dimensions
     fig, axes = plt.subplots(1, len(dims), figsize=(3.6 * len(dims), 3.4), squeeze=False,
@@ -513,7 +513,7 @@ def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) ->
 def read_best(path: str | Path, algorithm: str | None = None) -> dict[str, Any]:
     """The hyperparameters of a ``best.yaml``, checked against the registry."""
     from ddrl.algorithms import get_algorithm
-    from ddrl.study import load_yaml
+    from ddrl.config.study import load_yaml
 
     record = load_yaml(path)
     if not isinstance(record, dict) or not isinstance(record.get("hyperparameters"), dict):
@@ -549,7 +549,7 @@ def best_path(root: str | Path, sid: str) -> Path:
 
 
 def attach_searches(study: Any, source: str = "config") -> None:
-    """Add the searches of ``study.config`` to a :class:`ddrl.study.Study`.
+    """Add the searches of ``study.config`` to a :class:`ddrl.config.study.Study`.
 
     Grid trials become ordinary runs (``study.runs``, listed per search in
     ``study.search_runs``). An experiment whose ``hyperparameters_from`` file is missing

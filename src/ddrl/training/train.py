@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ddrl import atomic, checkpoints, faults, provenance
+from ddrl import atomic
+from ddrl.training import checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError
-from ddrl.progress import ProgressLog, row_from_result, use_per_iteration_timers
-from ddrl.runtime import learner_threads, ray_session
-from ddrl.slurm import env_runner_placement
-from ddrl.study import RunSpec
+from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
+from ddrl.training.runtime import learner_threads, ray_session
+from ddrl.cluster.slurm import env_runner_placement
+from ddrl.config.study import RunSpec
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
@@ -38,7 +39,7 @@ def keep_checkpoints(config: dict[str, Any] | None) -> int:
     """Intermediate checkpoints to keep: all (0) when the study evaluates them
     (``evaluation.intermediate``), else the newest :data:`KEEP_CHECKPOINTS`. Not part of the
     run id or the train rule's params: it does not change the result."""
-    from ddrl.eval_config import evaluation_settings
+    from ddrl.config.eval_config import evaluation_settings
 
     return 0 if evaluation_settings(config)["intermediate"] else KEEP_CHECKPOINTS
 

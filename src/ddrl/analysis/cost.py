@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.errors import ConfigError
-from ddrl.scaling import CONFIG_KEYS, _workers_label
+from ddrl.analysis.scaling import CONFIG_KEYS, _workers_label
 
 
 # Example prices: Amazon SageMaker training instances, on-demand, us-east-1, in USD per hour,
@@ -58,7 +58,7 @@ def with_defaults(cost_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resource_label(workers: int, envs: int, cpus: int, gpus: int, nodes: int) -> str:
-    """The run-id resource tag, as in :attr:`ddrl.study.RunSpec.resource_label`."""
+    """The run-id resource tag, as in :attr:`ddrl.config.study.RunSpec.resource_label`."""
     return f"r{workers}x{envs}c{cpus}g{gpus}" + (f"n{nodes}" if nodes > 1 else "")
 
 
@@ -105,7 +105,7 @@ def _time_to_threshold(run: pd.DataFrame, threshold: float) -> float:
 def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
     """One row per resource configuration (seeds pooled: medians), with the Pareto front.
 
-    ``runs`` is :func:`ddrl.scaling.load_runs` output.
+    ``runs`` is :func:`ddrl.analysis.scaling.load_runs` output.
     """
     currency = cost_cfg.get("currency", "USD")
     rows = []
