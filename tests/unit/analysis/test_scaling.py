@@ -14,7 +14,7 @@ from ddrl.figures.scaling import FIGURES
 from ddrl.analysis.scaling import ScalingError, aggregate, fit_amdahl, load_runs
 from ddrl.analysis.scaling_stage import cost_stage, figures_stage, scaling_stage
 
-from scaling_fixtures import amdahl_study, amdahl_time, write_run
+from helpers.scaling_fixtures import amdahl_study, amdahl_time, write_run
 
 ENV = "HumanoidBulletEnv-v0"
 

@@ -13,7 +13,7 @@ import pytest
 
 from ddrl.config.study import Study
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "dag.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "dag.py"
 
 
 def _bench():

@@ -1,7 +1,7 @@
 """Searches run by the workflow: a 2x2 grid as four training jobs, and an adaptive Ray Tune
 search (Optuna TPE + ASHA) that is killed mid-way and resumed with Tuner.restore.
 
-Both use the test-only bandit of tests/search_env.py, whose best learning rate is known.
+Both use the test-only bandit of tests/helpers/search_env.py, whose best learning rate is known.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from ddrl.config.study import Study
 
 pytestmark = pytest.mark.slow
 
-TESTS = Path(__file__).resolve().parent
-ENV = {"PYTHONPATH": str(TESTS)}  # Ray's env runners import search_env themselves
+TESTS = Path(__file__).resolve().parents[1]
+# Ray's env runners import search_env themselves; ddrl stays importable from this checkout.
+ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS / "helpers"), os.environ.get("PYTHONPATH")]))}
 GRID_CONFIG = TESTS / "data" / "search_grid.yaml"
 GRID = "results/searchgrid/search/bandit-grid"
 
