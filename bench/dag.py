@@ -182,7 +182,7 @@ def time_noop(workdir: Path, n_jobs: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 5000],

@@ -2,7 +2,7 @@
 
 Trains the same algorithm, env, seeds and budget twice per seed: with ``--hp-a`` and with
 ``--hp-b`` (JSON overrides of the registry defaults), then evaluates each final policy
-deterministically on the same fresh episodes (``ddrl.evaluate``). Prints per-seed returns,
+deterministically on the same fresh episodes (``ddrl.agents.evaluate``). Prints per-seed returns,
 the mean per variant, and the wall time per variant. The default compares ddrl's SAC
 (``TransitionReplayBuffer``, 64-step fragments: the shipped default) with RLlib's own SAC
 training step (``EpisodeReplayBuffer``, 1-step fragments: the old default) on Pendulum-v1.
@@ -37,12 +37,12 @@ SAC_RLLIB = {"replay_buffer_type": "EpisodeReplayBuffer", "rollout_fragment_leng
 
 def train_and_evaluate(algorithm: str, env: str, seed: int, steps: int, hp: dict,
                        episodes: int, workdir: str) -> dict:
-    """One production training run (``ddrl.train.train_run``) and its evaluation."""
+    """One production training run (``ddrl.training.train.train_run``) and its evaluation."""
     import dataclasses
 
-    from ddrl.evaluate import evaluate_run
-    from ddrl.sampling import run_spec
-    from ddrl.train import train_run
+    from ddrl.agents.evaluate import evaluate_run
+    from harness.sampling import run_spec
+    from ddrl.training.train import train_run
 
     spec = dataclasses.replace(run_spec(algorithm, env, seed, hp), budget={"env_steps": steps})
     run_dir = os.path.join(workdir, spec.run_id)
@@ -55,7 +55,7 @@ def train_and_evaluate(algorithm: str, env: str, seed: int, steps: int, hp: dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithm", default="SAC")

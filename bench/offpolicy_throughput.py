@@ -38,8 +38,8 @@ BATCH = 256
 
 def run_rllib(name: str, env: str, steps: int, learning_starts: int, seed: int,
               fragment: int) -> dict:
-    from ddrl.sampling import run_spec
-    from ddrl.throughput import time_training
+    from harness.sampling import run_spec
+    from harness.throughput import time_training
 
     generic = name.endswith("-generic")
     hp = {"train_batch_size": BATCH, "updates_per_step": 1.0,
@@ -100,7 +100,7 @@ def run_sb3(env_id: str, steps: int, learning_starts: int, seed: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")

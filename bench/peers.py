@@ -9,7 +9,7 @@ methods' ``--learning-starts`` steps plus one minibatch. The settings match on b
   ``--ppo-epochs`` epochs, [64, 64] tanh policy and value nets;
 - SAC and TD3: one gradient update per env step, [256, 256] networks, batch 256.
 
-ddrl runs through the registry (``ddrl.sampling.run_spec``, the same path as a study run)
+ddrl runs through the registry (``harness.sampling.run_spec``, the same path as a study run)
 with 1 env runner (``ddrl-ppo``, ``ddrl-sac``, ``ddrl-td3``); for PPO also with 8 envs in
 the runner (``ddrl-ppo-1x8``, ``num_envs_per_env_runner: 8``: RLlib's per-step overhead is
 paid once per vector step) and with 2 runners of 4 envs (``ddrl-ppo-2x4``), which is how
@@ -43,7 +43,7 @@ PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
 
 
 def _ddrl_spec(name: str, args):
-    from ddrl.sampling import run_spec
+    from harness.sampling import run_spec
 
     if name in PPO_LAYOUTS:
         runners, envs = PPO_LAYOUTS[name]
@@ -61,7 +61,7 @@ def _ddrl_spec(name: str, args):
 
 
 def time_ddrl(name: str, args) -> dict:
-    from ddrl.throughput import time_training
+    from harness.throughput import time_training
 
     spec = _ddrl_spec(name, args)
     if spec.algorithm == "PPO":
@@ -131,7 +131,7 @@ def summarize(rows: list[dict], algos: list[str]) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")

@@ -6,8 +6,8 @@ that env runner's process (``foreach_env_runner``), times
 
 - **ddrl**: ``env_runner.sample()`` called as training calls it (``rollout_fragment_length``
   x envs steps per call; 4000 with the defaults), learning excluded;
-- **plain**: a plain loop (ddrl.sampling.time_plain_loop) stepping one env made by
-  ``ddrl.envs.make_env`` with the same RLModule (same network and weights), sampling its
+- **plain**: a plain loop (harness.sampling.time_plain_loop) stepping one env made by
+  ``ddrl.config.envs.make_env`` with the same RLModule (same network and weights), sampling its
   actions from the same exploration distribution, same seed, same terminations (the env's
   own termination and TimeLimit).
 
@@ -37,9 +37,9 @@ import time
 
 
 def measure(env: str, num_envs: int, args) -> list[dict]:
-    from ddrl.runtime import ray_session
-    from ddrl.sampling import run_spec, time_env_runner, time_plain_loop
-    from ddrl.train import build_algorithm_config
+    from ddrl.training.runtime import ray_session
+    from harness.sampling import run_spec, time_env_runner, time_plain_loop
+    from ddrl.training.train import build_algorithm_config
 
     spec = run_spec("PPO", env, args.seed, json.loads(args.hp),
                     resources={"num_env_runners": 1, "num_envs_per_env_runner": num_envs})
@@ -85,7 +85,7 @@ def measure(env: str, num_envs: int, args) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")

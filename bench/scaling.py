@@ -29,10 +29,10 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.throughput import report_json
+    from harness.throughput import report_json
 
-    from ddrl.sampling import run_spec
-    from ddrl.throughput import time_training
+    from harness.sampling import run_spec
+    from harness.throughput import time_training
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")

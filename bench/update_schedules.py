@@ -28,8 +28,8 @@ SCHEDULES = ("rllib1_round_robin", "fixed_ratio")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddrl.sampling import run_spec
-    from ddrl.throughput import report_json, time_training
+    from harness.sampling import run_spec
+    from harness.throughput import report_json, time_training
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", choices=["TD3", "SAC"], default="TD3")

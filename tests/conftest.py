@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 TINY_CONFIG = REPO / "tests" / "data" / "tiny.yaml"
 
+# bench/harness (measurement code the benchmarks share) is not part of the ddrl package;
+# the tests that check it import it the way the bench scripts do, from bench/.
+sys.path.insert(0, str(REPO / "bench"))
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 

@@ -26,7 +26,7 @@ def sagemaker_section(**overrides) -> dict:
 
 
 def write_policy(model_dir: Path, obs_dim: int = 5, act_dim: int = 2, seed: int = 0):
-    """A TorchScript policy with ddrl.export's contract: float32 [B, obs] -> [B, act]."""
+    """A TorchScript policy with ddrl.agents.export's contract: float32 [B, obs] -> [B, act]."""
     import torch
 
     torch.manual_seed(seed)
@@ -51,7 +51,7 @@ TINY_SAGEMAKER_STUDY = {
 
 
 def tiny_spec():
-    from ddrl.study import Study
+    from ddrl.config.study import Study
 
     study = Study.from_config(TINY_SAGEMAKER_STUDY)
     (spec,) = study.runs.values()

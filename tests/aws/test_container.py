@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from ddrl import checkpoints
+from ddrl.training import checkpoints
 from ddrl.aws.container import spec_from_hyperparameters, train_entry
 from ddrl.aws.sagemaker import METRIC_DEFINITIONS, hyperparameters
 from ddrl.errors import ConfigError
-from ddrl.results import read_run
+from ddrl.analysis.results import read_run
 
 from aws.aws_helpers import tiny_spec
 
@@ -42,7 +42,7 @@ def test_train_entry_writes_a_run_into_the_model_dir(container_run):
     # the exported policy that the serve entry loads: raw observation batch -> action batch
     import torch
 
-    from ddrl.export import load_exported
+    from ddrl.agents.export import load_exported
 
     module, meta = load_exported(model / "policy.pt")
     assert meta["run_id"] == spec.run_id and meta["observation_shape"] == [5]

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from aws.aws_helpers import BUCKET, IMAGE, ROLE, sagemaker_section, tiny_spec
-from ddrl import checkpoints
+from ddrl.training import checkpoints
 from ddrl.aws.sagemaker import (JOB_RECORD, METRIC_DEFINITIONS, SageMakerJobFailed,
                                 checkpoint_uri, cost_line, job_name, train_on_sagemaker,
                                 training_job_request)
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError
-from ddrl.results import read_run
+from ddrl.analysis.results import read_run
 
 
 def _model_tarball(model_dir: Path) -> bytes:
@@ -173,7 +173,7 @@ def test_settings_from_env_and_clear_errors():
 
 
 def test_study_config_accepts_the_sagemaker_section():
-    from ddrl.study import Study, validate_config
+    from ddrl.config.study import Study, validate_config
     from aws.aws_helpers import TINY_SAGEMAKER_STUDY
 
     Study.from_config({**TINY_SAGEMAKER_STUDY, "train_backend": "sagemaker",

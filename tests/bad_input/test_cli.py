@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, base  # noqa: E402
 
 from ddrl import cli  # noqa: E402
-from ddrl.checkpoints import MANIFEST  # noqa: E402
-from ddrl.study import Study  # noqa: E402
+from ddrl.training.checkpoints import MANIFEST  # noqa: E402
+from ddrl.config.study import Study  # noqa: E402
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, list[str]]:

@@ -21,7 +21,7 @@ import importlib.util
 import psutil
 import pytest
 
-from ddrl.study import RunSpec, Study
+from ddrl.config.study import RunSpec, Study
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # faulty_envs, also for the env runners (PYTHONPATH below)
@@ -111,7 +111,7 @@ def ray_cluster():
     """
     import ray
 
-    from ddrl.runtime import ray_session
+    from ddrl.training.runtime import ray_session
 
     os.environ["PYTHONPATH"] = pythonpath()
     with ray_session(num_cpus=2):

@@ -3,7 +3,7 @@ once left one without all its files, which failed its manifest check)."""
 
 from __future__ import annotations
 
-from ddrl import checkpoints
+from ddrl.training import checkpoints
 
 
 def _fake(root, n: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from ddrl.provenance import REDACTED, redact_env
+from ddrl.training.provenance import REDACTED, redact_env
 
 
 def test_secret_looking_variables_are_redacted():
@@ -43,7 +43,7 @@ def _ray_listeners() -> dict[str, list]:
 def local_ray():
     import ray
 
-    from ddrl.runtime import ray_session
+    from ddrl.training.runtime import ray_session
 
     with ray_session(num_cpus=1):
         yield ray, _ray_listeners()

@@ -21,10 +21,10 @@ import pytest
 import faulty_envs
 from fault_helpers import BATCH, kill_tree, start_training, tiny_spec, wait_for
 from fault_helpers import _no_ray_left_running, ray_cluster  # noqa: F401 (fixtures)
-from ddrl import checkpoints
+from ddrl.training import checkpoints
 from ddrl.errors import CheckpointError
-from ddrl.faults import EnvRunnerFailure
-from ddrl.train import train_run
+from ddrl.training.faults import EnvRunnerFailure
+from ddrl.training.train import train_run
 
 ITERATIONS = 10
 SECRET = "s3cr3t-value-that-must-not-leak"
@@ -116,7 +116,7 @@ def test_resume_skips_a_corrupt_newest_checkpoint(killed_run, ray_cluster, tmp_p
     k = checkpoints.read_manifest(previous)["iteration"]
 
     lines: list[str] = []
-    with caplog.at_level(logging.WARNING, logger="ddrl.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="ddrl.training.checkpoints"):
         train_run(killed_run["spec"], run_dir, print_fn=lines.append)
     warning = " ".join(r.getMessage() for r in caplog.records)
     assert f"{newest} is corrupt" in warning and "falling back" in warning

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 from .conftest import (TIMEOUT_SEED, run_slurm_snakemake, slurm_study_config,
                       write_test_profile)

@@ -2,9 +2,9 @@
 
 - The 2x2 grid of tests/data/search_grid.yaml through ``--profile profiles/slurm``: every
   trial is its own Slurm training job, and the search summary ranks them (the best learning
-  rate of the test-only bandit, tests/search_env.py, is known).
+  rate of the test-only bandit, tests/helpers/search_env.py, is known).
 - An adaptive (Ray Tune) search whose tune job asks Slurm for two nodes: Ray is started over
-  the allocation (ddrl.slurm.ray_cluster_on_nodes, the same bootstrap as multi-node
+  the allocation (ddrl.cluster.slurm.ray_cluster_on_nodes, the same bootstrap as multi-node
   training) and the trials run on both nodes.
 """
 
@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ddrl.study import Study
+from ddrl.config.study import Study
 
 from .conftest import snakemake_command, write_test_profile
 from .test_slurm import _read
@@ -39,7 +39,7 @@ def _snakemake(workdir: Path, config: Path, *targets: str, timeout: float = 600)
     (sbatch --export=ALL), so PYTHONPATH makes search_env importable in every job and in
     the Ray workers the jobs start."""
     profile = write_test_profile(workdir / "profile")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS / "helpers"), os.environ.get("PYTHONPATH")]))}
     t0 = time.monotonic()
     proc = subprocess.run(snakemake_command(workdir, config, profile, *targets),
                           capture_output=True, text=True, timeout=timeout, env=env)
@@ -144,7 +144,7 @@ def test_tune_search_in_a_two_node_allocation_runs_trials_on_both_nodes(
         slurm_cluster, tmp_path):
     config = tmp_path / "tune.yaml"
     config.write_text(yaml.safe_dump(TUNE_STUDY, sort_keys=False))
-    # Only the tune job: its leaderboard is the local profile's (tests/test_search_workflow.py),
+    # Only the tune job: its leaderboard is the local profile's (tests/workflow/test_search_workflow.py),
     # and the grid test above runs search_summary as a Slurm job.
     log = _snakemake(tmp_path, config, f"{TUNE}/trials.json")
 

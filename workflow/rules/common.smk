@@ -5,10 +5,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from ddrl import slurm as ddrl_slurm
+from ddrl.cluster import slurm as ddrl_slurm
 from ddrl.errors import ConfigError
-from ddrl.search import experiment_run_ids
-from ddrl.study import Study
+from ddrl.search.grid import experiment_run_ids
+from ddrl.config.study import Study
 
 try:
     STUDY = Study.from_config(config, source="config")
@@ -51,7 +51,7 @@ def run_gpus(wildcards):
 
 
 def run_slurm(key):
-    """Input function: one field of the run's Slurm job request (ddrl.slurm.job_request)."""
+    """Input function: one field of the run's Slurm job request (ddrl.cluster.slurm.job_request)."""
     return lambda wildcards: ddrl_slurm.job_request(RUNS[wildcards.run_id]).as_resources()[key]
 
 
@@ -87,7 +87,7 @@ onstart:
 if (
     workflow.executor_plugin is None or workflow.executor_plugin.common_settings.local_exec
 ) and not workflow.remote_exec:
-    from ddrl.preflight import check_local_gpus
+    from ddrl.config.preflight import check_local_gpus
 
     try:
         check_local_gpus(RUNS)

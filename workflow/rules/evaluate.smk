@@ -1,6 +1,6 @@
 # Deterministic evaluation of each run's final checkpoint (eval.json), optionally of every
 # intermediate checkpoint (eval_curve.csv), and the study's returns table.
-from ddrl.eval_config import evaluation_settings
+from ddrl.config.eval_config import evaluation_settings
 
 EVALUATION = evaluation_settings(config)
 

@@ -24,9 +24,9 @@ TARGETS.extend(rules.plot_rewards.output)
 
 
 # The scaling study's figures, each named after the thesis figure it reproduces
-# (ddrl.figures_scaling.FIGURES); captions in workflow/report/<name>.rst.
-from ddrl.figure_catalog import CATEGORY as FIGURE_CATEGORY
-from ddrl.figure_catalog import FIGURES, output_key
+# (ddrl.figures.scaling.FIGURES); captions in workflow/report/<name>.rst.
+from ddrl.figures.catalog import CATEGORY as FIGURE_CATEGORY
+from ddrl.figures.catalog import FIGURES, output_key
 
 
 def _figure(name):

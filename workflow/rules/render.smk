@@ -1,5 +1,5 @@
 # Headless videos and a frame strip of each run's trained agent (PyBullet TinyRenderer).
-from ddrl.eval_config import render_settings
+from ddrl.config.eval_config import render_settings
 
 RENDER = render_settings(config)
 

@@ -1,10 +1,10 @@
-# Hyperparameter search (ddrl.search). A grid search's trials are ordinary runs (rule train,
-# one job and one run folder each); a tune search is one Ray Tune job (ddrl.tune) whose
+# Hyperparameter search (ddrl.search.grid). A grid search's trials are ordinary runs (rule train,
+# one job and one run folder each); a tune search is one Ray Tune job (ddrl.search.tune) whose
 # experiment lives in search/<id>/tune/ (not an output, so a rerun resumes it).
 import re
 import sys
 
-import ddrl.tune as ddrl_tune
+import ddrl.search.tune as ddrl_tune
 
 SEARCHES = {s.id: s for s in STUDY.searches}
 SEARCH_DIR = ROOT + "/search/{search_id}"

@@ -33,7 +33,7 @@ rule train:
         # Runs are timing measurements: the local profile allows one training slot, so no
         # two runs share cores (profiles/local/config.yaml). Unlimited elsewhere.
         training_slots=1,
-        # The Slurm job request (ignored by the local profile): see ddrl.slurm.job_request.
+        # The Slurm job request (ignored by the local profile): see ddrl.cluster.slurm.job_request.
         nodes=run_slurm("nodes"),
         tasks=run_slurm("tasks"),
         cpus_per_task=run_slurm("cpus_per_task"),

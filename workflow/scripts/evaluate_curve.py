@@ -1,10 +1,10 @@
-"""Snakemake script for rule evaluate_curve. All logic is in ddrl.evaluate."""
+"""Snakemake script for rule evaluate_curve. All logic is in ddrl.agents.evaluate."""
 
 import torch
 
-from ddrl.evaluate import write_curve
+from ddrl.agents.evaluate import write_curve
 from ddrl.snakemake_io import log_to
-from ddrl.study import RunSpec
+from ddrl.config.study import RunSpec
 
 torch.set_num_threads(snakemake.threads)  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

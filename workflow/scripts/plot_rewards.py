@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from ddrl.plots import reward_curves
-from ddrl.results import load_progress
+from ddrl.figures.learning import reward_curves
+from ddrl.analysis.results import load_progress
 from ddrl.snakemake_io import log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

@@ -1,10 +1,10 @@
-"""Snakemake script for rule render. All logic is in ddrl.render."""
+"""Snakemake script for rule render. All logic is in ddrl.agents.render."""
 
 import torch
 
-from ddrl.render import render_run
+from ddrl.agents.render import render_run
 from ddrl.snakemake_io import log_to
-from ddrl.study import RunSpec
+from ddrl.config.study import RunSpec
 
 torch.set_num_threads(snakemake.threads)  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

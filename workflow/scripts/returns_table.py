@@ -1,6 +1,6 @@
-"""Snakemake script for rule returns_table. All logic is in ddrl.evaluate."""
+"""Snakemake script for rule returns_table. All logic is in ddrl.agents.evaluate."""
 
-from ddrl.evaluate import write_returns_table
+from ddrl.agents.evaluate import write_returns_table
 from ddrl.snakemake_io import log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

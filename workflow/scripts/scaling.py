@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from ddrl.scaling_stage import provenance_table, scaling_stage
+from ddrl.analysis.scaling_stage import provenance_table, scaling_stage
 from ddrl.snakemake_io import log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

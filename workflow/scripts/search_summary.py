@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from ddrl.search import grid_results, write_summary
+from ddrl.search.grid import grid_results, write_summary
 from ddrl.snakemake_io import log_to
-from ddrl.study import Study
-from ddrl.tune import read_trials
+from ddrl.config.study import Study
+from ddrl.search.tune import read_trials
 
 with log_to(snakemake.log[0]) as echo:  # noqa: F821
     study = Study.from_config(snakemake.config)  # noqa: F821

@@ -1,13 +1,13 @@
 """Snakemake script for rule train: one run, resumable, here or as a SageMaker job.
-All logic is in ddrl.train and ddrl.aws.sagemaker. A run with ``nodes > 1`` (Slurm
-profile) first gets a Ray cluster over its job's nodes (ddrl.slurm.ray_cluster)."""
+All logic is in ddrl.training.train and ddrl.aws.sagemaker. A run with ``nodes > 1`` (Slurm
+profile) first gets a Ray cluster over its job's nodes (ddrl.cluster.slurm.ray_cluster)."""
 
 from pathlib import Path
 
-from ddrl.slurm import ray_cluster
+from ddrl.cluster.slurm import ray_cluster
 from ddrl.snakemake_io import log_to
-from ddrl.study import RunSpec
-from ddrl.train import keep_checkpoints, train_run
+from ddrl.config.study import RunSpec
+from ddrl.training.train import keep_checkpoints, train_run
 
 config = snakemake.config  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

@@ -1,12 +1,12 @@
-"""Snakemake script for rule tune: one adaptive search (resumes a killed one). Logic: ddrl.tune.
+"""Snakemake script for rule tune: one adaptive search (resumes a killed one). Logic: ddrl.search.tune.
 A search with ``tune: {nodes: N > 1}`` (Slurm profile) first gets a Ray cluster over its
-job's nodes (ddrl.tune.tune_cluster)."""
+job's nodes (ddrl.search.tune.tune_cluster)."""
 
 from pathlib import Path
 
 from ddrl.snakemake_io import log_to
-from ddrl.study import Study
-from ddrl.tune import run_tune, tune_cluster
+from ddrl.config.study import Study
+from ddrl.search.tune import run_tune, tune_cluster
 
 with log_to(snakemake.log[0]) as echo:  # noqa: F821
     study = Study.from_config(snakemake.config)  # noqa: F821

@@ -87,7 +87,7 @@ class TransitionReplayConfig(SACConfig):
         super().__init__(algo_class=algo_class)
         self.updates_per_step = 1.0
         self.update_schedule = FIXED_RATIO
-        # torch intra-op threads of a CPU learner; None: ddrl.runtime.learner_thread_count()
+        # torch intra-op threads of a CPU learner; None: ddrl.training.runtime.learner_thread_count()
         # ($DDRL_LEARNER_THREADS, default 1). On a busy machine extra threads oversubscribe
         # the cores (measured 10x slower updates with 2 threads on a loaded 2-core box).
         self.learner_num_threads: Optional[int] = None
@@ -193,7 +193,7 @@ class TransitionReplayConfig(SACConfig):
 
 def limit_learner_threads(learner: Any) -> None:
     """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``)."""
-    from ddrl.runtime import learner_thread_count
+    from ddrl.training.runtime import learner_thread_count
 
     threads = getattr(learner.config, "learner_num_threads", None) or learner_thread_count()
     if learner._device.type == "cpu":

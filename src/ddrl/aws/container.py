@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.study import RunSpec
+from ddrl.config.study import RunSpec
 
 log = logging.getLogger(__name__)
 DEFAULT_ROOT = "/opt/ml"
@@ -74,8 +74,8 @@ def spec_from_hyperparameters(hp: Mapping[str, Any]) -> RunSpec:
 
 
 def export_policy(spec: RunSpec, run_dir: Path, out: Path) -> Path:
-    """Write the run's TorchScript ``policy.pt`` (see ddrl.export) for the serve entry."""
-    from ddrl.export import export_run
+    """Write the run's TorchScript ``policy.pt`` (see ddrl.agents.export) for the serve entry."""
+    from ddrl.agents.export import export_run
 
     export_run(spec, run_dir, out)
     return out
@@ -93,7 +93,7 @@ def train_entry(root: str | Path | None = None, *,
             raise ConfigError(f"cannot read {paths.hyperparameters}: {err}") from None
         spec = spec_from_hyperparameters(hp)
         if train is None:
-            from ddrl.train import train_run as train
+            from ddrl.training.train import train_run as train
         run_dir = paths.checkpoints / spec.run_id
         print_fn(f"ddrl {spec.run_id} container train: run folder {run_dir}")
         record = train(spec, run_dir, print_fn=print_fn)

@@ -48,12 +48,12 @@ def package_model(run_dir: Path) -> bytes:
 
 def observation_size(run_dir: Path) -> int:
     """From the metadata inside policy.pt, else from the run's environment."""
-    from ddrl.export import load_exported
+    from ddrl.agents.export import load_exported
 
     _, meta = load_exported(run_dir / POLICY_FILE)
     shape = meta.get("observation_shape")
     if not shape:
-        from ddrl.envs import make_env
+        from ddrl.config.envs import make_env
 
         record = json.loads((run_dir / "run.json").read_text())
         env = make_env(record["spec"]["env"], **record["spec"].get("env_config", {}))

@@ -22,16 +22,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ddrl import atomic, checkpoints
+from ddrl import atomic
+from ddrl.training import checkpoints
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.study import RunSpec
+from ddrl.config.study import RunSpec
 
 JOB_RECORD = "sagemaker_job.json"  # in run_dir/work/: the job to re-attach to
 HYPERPARAMETER_LIMIT = 2500  # SageMaker's limit on one hyperparameter value
 RUNNING = {"InProgress", "Stopping"}
 
-# The number in ddrl's progress line (ddrl.train.progress_line). "nan" does not match, so
+# The number in ddrl's progress line (ddrl.training.train.progress_line). "nan" does not match, so
 # an iteration without finished episodes reports no return rather than a bogus one.
 _NUM = r"([-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
 _LINE = r"ddrl \S+ iter=[0-9]+ "

@@ -6,7 +6,7 @@
     {"observations": [[...], [...], ...]}   -> {"actions": [[...], [...], ...]}
 
 (a bare list is read the same way: one observation or a batch). The policy is the exported
-TorchScript ``policy.pt`` (contract in ddrl.export): a float32 observation batch in, an
+TorchScript ``policy.pt`` (contract in ddrl.agents.export): a float32 observation batch in, an
 action batch out. Each observation is sent flat; its size is checked against the
 ``observation_shape`` recorded in the file.
 Bad requests (not JSON, wrong content type, wrong observation size, NaN or infinity, an
@@ -46,7 +46,7 @@ class Policy:
         path = self.model_dir / POLICY_FILE
         if not path.exists():
             raise DdrlError(f"no {POLICY_FILE} in {self.model_dir}; export the run's policy first")
-        from ddrl.export import load_exported
+        from ddrl.agents.export import load_exported
 
         self.module, self.meta = load_exported(path)
         self.module.eval()

@@ -1,0 +1,1 @@
+"""Analysis: scaling and cost maths, run results, tables."""

@@ -1,0 +1,1 @@
+"""Cluster: Slurm requests and checks, and Ray over a job's nodes."""

@@ -1,0 +1,1 @@
+"""Figures: catalog, style, learning curves, scaling and search figures."""

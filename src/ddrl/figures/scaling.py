@@ -1,0 +1,344 @@
+"""The scaling study's figures, named after the thesis figures they reproduce.
+
+Every figure reads in greyscale: series differ by marker, fill and line style, not only by
+colour; bars differ by hatch. Axes carry units. Inputs are the tables of
+:mod:`ddrl.analysis.scaling` and :mod:`ddrl.analysis.cost` (DataFrames), so a figure can be redrawn from the
+CSVs alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+# The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
+from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
+from ddrl.figures.learning import plt, reward_curves, save_figure
+from ddrl.analysis.scaling import PARTS, amdahl_curve
+
+
+SERIES_STYLE = {  # gpu flag -> style
+    0: {"color": "black", "marker": "o", "linestyle": "-", "mfc": "black", "label": "CPU only"},
+    1: {"color": "0.45", "marker": "s", "linestyle": "--", "mfc": "white", "label": "GPU learner"},
+}
+PART_STYLE = {  # breakdown part -> (grey level, hatch)
+    "sampling": ("0.25", "///"),
+    "learning": ("0.55", "..."),
+    "weight sync": ("0.8", "xx"),
+    "replay buffer": ("0.95", "\\\\"),
+    "other": ("1.0", ""),
+}
+
+
+def _panels(table: pd.DataFrame, keys=("algorithm", "env")) -> list[tuple[tuple, pd.DataFrame]]:
+    keys = list(keys) + (["hp"] if "hp" in table and table.groupby(list(keys))["hp"].nunique().max() > 1 else [])
+    return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(keys, sort=True)]
+
+
+def _title(key: tuple, group: pd.DataFrame | None = None) -> str:
+    algo, env, *rest = key
+    title = f"{algo} on {env}"
+    schedules = sorted(set(group["update_schedule"])) if group is not None and \
+        "update_schedule" in group else []
+    if len(schedules) == 1 and schedules[0] != "on_policy":
+        title += f", {schedules[0]}"
+    return title + (f" (hp {rest[0]})" if rest else "")
+
+
+def _grid(n: int, width: float = 5.0, height: float = 4.0):
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def _empty(pdf, png, message: str) -> None:
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=10)
+    save_figure(fig, pdf, png)
+
+
+def _worker_ticks(ax, workers) -> None:
+    """Worker counts as plain x labels; plain numbers on a log y axis too."""
+    ticks = sorted({int(w) for w in workers})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.minorticks_off()
+    if ax.get_yscale() == "log":
+        formatter = ScalarFormatter()
+        formatter.set_scientific(False)
+        ax.yaxis.set_major_formatter(formatter)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _fit_row(amdahl: pd.DataFrame, key: tuple, gpu: int):
+    if amdahl is None or amdahl.empty:
+        return None
+    m = amdahl[(amdahl["algorithm"] == key[0]) & (amdahl["env"] == key[1]) & (amdahl["gpu"] == gpu)]
+    if len(key) > 2:
+        m = m[m["hp"] == key[2]]
+    m = m[np.isfinite(m["serial_s"].astype(float))]
+    return m.iloc[0] if len(m) else None
+
+
+def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+    """Median steady-state iteration time vs workers, log-log, IQR bars, ideal 1/n, Amdahl fit."""
+    data = speedup[np.isfinite(speedup["iter_time_s"].astype(float))]
+    if data.empty:
+        return _empty(pdf, png, "No configuration has steady-state iterations to plot.")
+    panels = _panels(data)
+    fig, axes = _grid(len(panels))
+    for ax, (key, group) in zip(axes, panels):
+        top = group["workers"].max()
+        for gpu, series in group.groupby("gpu"):
+            series = series.sort_values("workers")
+            st = SERIES_STYLE[int(gpu)]
+            yerr = np.vstack([series["iter_time_s"] - series["iter_time_q1_s"],
+                              series["iter_time_q3_s"] - series["iter_time_s"]])
+            ax.errorbar(series["workers"], series["iter_time_s"], yerr=yerr, color=st["color"],
+                        marker=st["marker"], mfc=st["mfc"], linestyle="none", capsize=3,
+                        label=f"{st['label']} (median, IQR)")
+            fit = _fit_row(amdahl, key, int(gpu))
+            if fit is not None:
+                n = np.geomspace(1, 4 * top, 100)
+                ax.plot(n, amdahl_curve(fit, n), color=st["color"], linestyle=st["linestyle"],
+                        lw=1, label=f"{st['label']} Amdahl fit, f = {fit['serial_fraction']:.2f}")
+        base = group[(group["workers"] == 1) & (group["gpu"] == 0)]
+        if len(base):
+            n = np.geomspace(1, 4 * top, 50)
+            ax.plot(n, base["iter_time_s"].iloc[0] / n, color="0.6", linestyle=":", lw=1.2,
+                    label="ideal 1/n (from 1 runner, CPU)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("iteration time (s), steady state")
+        ax.set_title(_title(key, group))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Training iteration time by number of workers (thesis Figs 15-20)", fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+    """Speedup vs workers with its 95% bootstrap interval, the ideal line and the Amdahl fit."""
+    data = speedup[np.isfinite(speedup["speedup"].astype(float))]
+    if data.empty:
+        notes = sorted(set(speedup["note"].dropna()) - {""})
+        return _empty(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+    panels = _panels(data)
+    fig, axes = _grid(len(panels))
+    for ax, (key, group) in zip(axes, panels):
+        top = group["workers"].max()
+        base = group[(group["workers"] == 1) & (group["gpu"] == 0)]["iter_time_s"]
+        for gpu, series in group.groupby("gpu"):
+            series = series.sort_values("workers")
+            st = SERIES_STYLE[int(gpu)]
+            yerr = np.vstack([series["speedup"] - series["speedup_ci_low"],
+                              series["speedup_ci_high"] - series["speedup"]])
+            yerr = np.nan_to_num(np.clip(yerr, 0, None))
+            ax.errorbar(series["workers"], series["speedup"], yerr=yerr, color=st["color"],
+                        marker=st["marker"], mfc=st["mfc"], linestyle="none", capsize=3,
+                        label=f"{st['label']} (95% CI)")
+            fit = _fit_row(amdahl, key, int(gpu))
+            if fit is not None and len(base):
+                n = np.geomspace(1, 4 * top, 100)
+                ax.plot(n, base.iloc[0] / amdahl_curve(fit, n), color=st["color"],
+                        linestyle=st["linestyle"], lw=1, label=f"{st['label']} Amdahl fit")
+        n = np.geomspace(1, 4 * top, 20)
+        ax.plot(n, n, color="0.6", linestyle=":", lw=1.2, label="ideal (speedup = workers)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("speedup vs 1 runner, CPU (x)")
+        ax.set_title(_title(key, group))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Speedup by number of workers", fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
+    """Stacked bars: median seconds per iteration by task, per worker count, CPU and GPU."""
+    data = breakdown[np.isfinite(breakdown["sampling_share"].astype(float))]
+    if data.empty:
+        notes = sorted(set(breakdown["note"].dropna()) - {""})
+        return _empty(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+    panels = [((*k, gpu), g) for k, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
+    fig, axes = _grid(len(panels), width=5.0, height=4.0)
+    parts = [p for p in list(PARTS.values()) + ["other"]]
+    for ax, (key, group) in zip(axes, panels):
+        group = group.sort_values("workers")
+        x = np.arange(len(group))
+        bottom = np.zeros(len(group))
+        for part in parts:
+            col = part.replace(" ", "_")
+            # Shares of the summed steady-state time, scaled to the median iteration time.
+            secs = np.clip(group[f"{col}_share"].to_numpy(float), 0, None) * group["iter_time_s"].to_numpy(float)
+            if not np.any(secs > 0):
+                continue
+            grey, hatch = PART_STYLE[part]
+            ax.bar(x, secs, bottom=bottom, color=grey, hatch=hatch, edgecolor="black",
+                   linewidth=0.6, label=part)
+            bottom += secs
+        ax.set_xticks(x)
+        ax.set_xticklabels(group["workers"].astype(int).astype(str))
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("time per iteration (s)")
+        ax.set_title(_title(key[:-1]) + (", GPU learner" if key[-1] else ", CPU only"), fontsize=10)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=7)
+    fig.suptitle("Training iteration time by task (thesis Figs 21-22)", fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
+    """Time against cost to reach each env's return threshold; the Pareto front joined."""
+    ok = cost[np.isfinite(cost["time_to_threshold_s"].astype(float))]
+    if ok.empty:
+        lines = [f"{r.algorithm} {r.env} {r.config}: {r.note}" for r in cost.itertuples()][:6]
+        return _empty(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+    panels = _panels(ok)
+    fig, axes = _grid(len(panels))
+    currency = cost["currency"].iloc[0]
+    for ax, (key, group) in zip(axes, panels):
+        for gpu, series in group.groupby("gpu"):
+            st = SERIES_STYLE[int(gpu)]
+            ax.scatter(series["time_to_threshold_s"], series["cost_to_threshold"],
+                       color=st["color"], marker=st["marker"], facecolors=st["mfc"],
+                       edgecolors=st["color"], s=40, label=st["label"], zorder=3)
+        front = group[group["pareto"]].sort_values("time_to_threshold_s")
+        ax.plot(front["time_to_threshold_s"], front["cost_to_threshold"], color="black",
+                lw=1, linestyle="-", label="Pareto front", zorder=2)
+        for r in group.itertuples():
+            ax.annotate(r.config, (r.time_to_threshold_s, r.cost_to_threshold), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points")
+        thr = group["return_threshold"].iloc[0]
+        ax.set_xlabel(f"training time to mean return {thr:g} (s)")
+        ax.set_ylabel(f"cost to reach it ({currency}, example prices)")
+        ax.set_title(_title(key, group))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Time and cost to reach the return threshold", fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
+    """Per algorithm: the thesis's speedups (open) and ours (filled), CPU and GPU."""
+    algos = sorted(comparison["algorithm"].unique())
+    fig, axes = _grid(len(algos))
+    for ax, algo in zip(axes, algos):
+        group = comparison[comparison["algorithm"] == algo]
+        for gpu, series in group.groupby("gpu"):
+            series = series.sort_values("workers")
+            st = SERIES_STYLE[int(gpu)]
+            ax.plot(series["workers"], series["thesis_speedup"], color=st["color"],
+                    marker=st["marker"], mfc="white", linestyle=st["linestyle"], lw=0.8,
+                    label=f"thesis, {st['label']}")
+            ours = series[np.isfinite(series["speedup"].astype(float))]
+            if len(ours):
+                ax.plot(ours["workers"], ours["speedup"], color=st["color"], marker=st["marker"],
+                        mfc=st["color"], ms=8, linestyle="none", label=f"ddrl, {st['label']}")
+        top = group["workers"].max()
+        n = np.geomspace(1, top, 20)
+        ax.plot(n, n / group["reference"].str.extract(r"(\d+)")[0].astype(float).iloc[0],
+                color="0.6", linestyle=":", lw=1.2, label="ideal")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, group["workers"])
+        ax.set_xlabel("workers")
+        ax.set_ylabel(f"speedup vs {group['reference'].iloc[0]} (x)")
+        ax.set_title(f"{algo}: this study vs the thesis")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Speedups compared with the thesis (hardware differs: compare curves, not seconds)",
+                 fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+SCHEDULE_STYLE = {  # update_schedules.csv column -> (label, style)
+    "rr_speedup": ("thesis semantics (rllib1_round_robin): iteration-time speedup",
+                   {"color": "black", "marker": "o", "mfc": "black", "linestyle": "-"}),
+    "fewer_updates": ("  of which: fewer updates per iteration",
+                      {"color": "0.5", "marker": "v", "mfc": "white", "linestyle": "--"}),
+    "per_update_speedup": ("  of which: parallel sampling and learning",
+                           {"color": "0.5", "marker": "^", "mfc": "0.5", "linestyle": "-."}),
+    "fixed_speedup": ("fixed_ratio (ddrl): env steps/s speedup",
+                      {"color": "black", "marker": "s", "mfc": "white", "linestyle": ":"}),
+}
+
+
+def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pdf,
+                           png) -> pd.DataFrame:
+    """Per algorithm, env and learner: the speedup under the thesis's update schedule, its
+    two factors, the fixed-ratio speedup of the same grid and the thesis's published one.
+
+    Returns the points drawn (panel, series, workers, speedup), so tests can check them."""
+    drawn: list[dict] = []
+    data = schedules[np.isfinite(schedules["rr_speedup"].astype(float))]
+    if data.empty:
+        _empty(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
+                         "update schedule with its 1-runner baseline.")
+        return pd.DataFrame(drawn, columns=["panel", "series", "workers", "speedup"])
+    panels = [(k, g) for k, g in data.groupby(["algorithm", "env", "gpu"], sort=True)]
+    fig, axes = _grid(len(panels))
+    for ax, ((algo, env, gpu), group) in zip(axes, panels):
+        group = group.sort_values("workers")
+        panel = f"{algo} on {env}" + (", GPU learner" if gpu else "")
+        for col, (label, st) in SCHEDULE_STYLE.items():
+            y = group[col].astype(float)
+            ok = np.isfinite(y)
+            if not ok.any():
+                continue
+            yerr = None
+            if f"{col}_ci_low" in group:
+                lo, hi = group[f"{col}_ci_low"].astype(float), group[f"{col}_ci_high"].astype(float)
+                yerr = np.nan_to_num(np.clip(np.vstack([y - lo, hi - y])[:, ok], 0, None))
+            ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
+            drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(group["workers"][ok], y[ok])]
+        thesis = comparison[(comparison["algorithm"] == algo) & (comparison["gpu"] == gpu)]
+        if len(thesis) and env == "HumanoidBulletEnv-v0":
+            ax.plot(thesis["workers"], thesis["thesis_speedup"], color="0.3", marker="D",
+                    mfc="none", linestyle="none", label="thesis, published (RLlib 1.1)")
+            drawn += [{"panel": panel, "series": "thesis", "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(thesis["workers"], thesis["thesis_speedup"])]
+        top = max(group["workers"].max(), thesis["workers"].max() if len(thesis) else 1)
+        n = np.geomspace(1, top, 20)
+        ax.plot(n, n, color="0.7", linestyle=":", lw=1, label="ideal (speedup = workers)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, list(group["workers"]) + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"))
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("speedup vs 1 runner (x)")
+        ax.set_title(f"{algo} on {env}" + (", GPU learner" if gpu else ""))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6)
+    fig.suptitle("Off-policy speedup: the thesis's update schedule vs a fixed update ratio",
+                 fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+    return pd.DataFrame(drawn)
+
+
+def reward_figures(progress: pd.DataFrame, outputs: dict[str, tuple[Path, Path]]) -> None:
+    """Figs 12-14: one panel per algorithm, against env steps and against training time."""
+    # One panel per algorithm and env: returns of different envs do not share a scale.
+    progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
+    pdf, png = outputs["fig12-14_reward_curves"]
+    reward_curves(progress, pdf, png, x="env_steps", panel="task", hue="algorithm")
+    pdf, png = outputs["fig12-14_reward_curves_wallclock"]
+    reward_curves(progress, pdf, png, x="time_total_s", panel="task", hue="algorithm")

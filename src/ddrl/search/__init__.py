@@ -1,0 +1,1 @@
+"""Hyperparameter search: grid summary and leaderboard, Ray Tune."""
