@@ -110,7 +110,7 @@ def summarize(returns: Sequence[float], lengths: Sequence[int]) -> dict[str, flo
 def evaluate_policy(policy: Any, seeds: Sequence[int], env_config: dict | None = None
                     ) -> tuple[list[float], list[int]]:
     """Returns and lengths of one deterministic episode per seed."""
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(policy.env, **dict(env_config or {}))
     returns, lengths = [], []

@@ -281,7 +281,7 @@ def _normalize_actions(pipeline: Any) -> bool:
 
 
 def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(env_id, **env_config)
     try:

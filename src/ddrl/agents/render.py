@@ -87,7 +87,7 @@ def check_settings(settings: Mapping[str, Any], run_id: str) -> dict[str, Any]:
 def make_render_env(env_id: str, settings: Mapping[str, Any], run_id: str,
                     env_config: Mapping[str, Any] | None = None) -> Any:
     """The env in ``rgb_array`` mode with the configured camera and resolution."""
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(env_id, render_mode="rgb_array", **dict(env_config or {}))
     raw = env.unwrapped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddrl.config.envs import rllib_env_id
+from ddrl.envs import rllib_env_id
 
 
 def apply_run_settings(config: Any, spec: Any) -> Any:
