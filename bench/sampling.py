@@ -7,7 +7,7 @@ that env runner's process (``foreach_env_runner``), times
 - **ddrl**: ``env_runner.sample()`` called as training calls it (``rollout_fragment_length``
   x envs steps per call; 4000 with the defaults), learning excluded;
 - **plain**: a plain loop (harness.sampling.time_plain_loop) stepping one env made by
-  ``ddrl.config.envs.make_env`` with the same RLModule (same network and weights), sampling its
+  ``ddrl.envs.make_env`` with the same RLModule (same network and weights), sampling its
   actions from the same exploration distribution, same seed, same terminations (the env's
   own termination and TimeLimit).
 

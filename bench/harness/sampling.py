@@ -36,7 +36,7 @@ def run_spec(algorithm: str, env: str, seed: int = 0,
     """A RunSpec with the registry's defaults for everything not given (for benchmarks)."""
     from ddrl.algorithms import get_algorithm
     from ddrl.config.schema import RESOURCES
-    from ddrl.config.study import RunSpec
+    from ddrl.runs import RunSpec
 
     res = {k: v["default"] for k, v in RESOURCES["properties"].items()}
     unknown = set(resources or {}) - set(res)
@@ -107,7 +107,7 @@ def time_plain_loop(module: Any, env_id: str, steps: int, seed: int = 0,
     """
     import torch
 
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(env_id, **dict(env_config or {}))
     low, high = env.action_space.low, env.action_space.high

@@ -54,7 +54,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _run_spec(args: argparse.Namespace):
     """The run named by ``--spec FILE`` or ``--config FILE --run-id ID``."""
-    from ddrl.config.study import RunSpec, Study
+    from ddrl.config.study import Study
+    from ddrl.runs import RunSpec
 
     if args.spec:
         try:

@@ -21,7 +21,8 @@ import importlib.util
 import psutil
 import pytest
 
-from ddrl.config.study import RunSpec, Study
+from ddrl.config.study import Study
+from ddrl.runs import RunSpec
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # faulty_envs, also for the env runners (PYTHONPATH below)

@@ -21,7 +21,7 @@ from ddrl.algorithms import get_algorithm
 from ddrl.agents.policy import default_deterministic_actions
 from ddrl.training.runtime import ray_session
 from ddrl.config.schema import RESOURCES
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 from ddrl.training.train import build_algorithm_config
 
 pytestmark = pytest.mark.slow

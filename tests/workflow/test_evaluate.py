@@ -15,7 +15,8 @@ import pytest
 from ddrl.errors import CheckpointError, ConfigError
 from ddrl.agents.evaluate import (eval_seeds, evaluate_run, returns_table, training_seeds,
                            write_curve, write_eval)
-from ddrl.config.study import RunSpec, Study
+from ddrl.config.study import Study
+from ddrl.runs import RunSpec
 
 from conftest import TINY_CONFIG
 
@@ -140,7 +141,7 @@ def test_restored_policy_scores_the_same_as_the_live_one(tmp_path):
     from ray.rllib.utils.spaces.space_utils import unsquash_action
 
     from ddrl.training import checkpoints
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
     from ddrl.agents.evaluate import evaluate_policy
     from ddrl.agents.policy import load_run_policy
     from ddrl.training.runtime import ray_session

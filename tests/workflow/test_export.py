@@ -42,7 +42,7 @@ def _rllib_actions(checkpoint, obs: np.ndarray) -> np.ndarray:
     from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.utils.spaces.space_utils import unsquash_action
 
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     module = RLModule.from_checkpoint(
         str(checkpoint / "learner_group/learner/rl_module/default_policy"))

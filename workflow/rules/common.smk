@@ -7,7 +7,7 @@ from snakemake.utils import validate
 
 from ddrl.cluster import slurm as ddrl_slurm
 from ddrl.errors import ConfigError
-from ddrl.search.grid import experiment_run_ids
+from ddrl.config.search_space import experiment_run_ids
 from ddrl.config.study import Study
 
 try:

@@ -4,7 +4,7 @@ import torch
 
 from ddrl.agents.export import export_run
 from ddrl.snakemake_io import log_to
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 
 torch.set_num_threads(snakemake.threads)  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

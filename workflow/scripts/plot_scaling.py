@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from ddrl.figures.scaling import FIGURES, output_key
-from ddrl.analysis.scaling_stage import figures_stage
+from ddrl.figures.stage import figures_stage
 from ddrl.snakemake_io import log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821

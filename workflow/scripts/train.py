@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ddrl.cluster.slurm import ray_cluster
 from ddrl.snakemake_io import log_to
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 from ddrl.training.train import keep_checkpoints, train_run
 
 config = snakemake.config  # noqa: F821

@@ -37,6 +37,7 @@ import numpy as np
 from ddrl import atomic
 from ddrl.training import checkpoints, provenance
 from ddrl.errors import CheckpointError, ConfigError
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +47,14 @@ CURVE_COLUMNS = ["iteration", "env_steps", "episodes", "return_mean", "return_st
                  "return_min", "return_max", "return_median", "length_mean"]
 
 
-def training_seeds(spec: Any) -> range:
+def training_seeds(spec: RunSpec) -> range:
     """Every env seed RLlib may use while training ``spec`` (see the module docstring)."""
     res = spec.resources
     span = res["num_env_runners"] + res["num_envs_per_env_runner"] + 1
     return range(spec.seed, spec.seed + span)
 
 
-def eval_seeds(spec: Any, n: int) -> list[int]:
+def eval_seeds(spec: RunSpec, n: int) -> list[int]:
     """``n`` evaluation seeds for ``spec``: reproducible, disjoint from its training seeds."""
     if n < 1:
         raise ConfigError(f"run {spec.run_id}: evaluation needs at least 1 episode, got {n}")
@@ -110,7 +111,7 @@ def summarize(returns: Sequence[float], lengths: Sequence[int]) -> dict[str, flo
 def evaluate_policy(policy: Any, seeds: Sequence[int], env_config: dict | None = None
                     ) -> tuple[list[float], list[int]]:
     """Returns and lengths of one deterministic episode per seed."""
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(policy.env, **dict(env_config or {}))
     returns, lengths = [], []
@@ -124,7 +125,7 @@ def evaluate_policy(policy: Any, seeds: Sequence[int], env_config: dict | None =
     return returns, lengths
 
 
-def evaluate_run(spec: Any, run_dir: str | Path, episodes: int,
+def evaluate_run(spec: RunSpec, run_dir: str | Path, episodes: int,
                  checkpoint: str | Path | None = None) -> dict[str, Any]:
     """Evaluate a run's final checkpoint (or ``checkpoint``); return the eval.json record."""
     from ddrl.agents.policy import load_run_policy
@@ -153,7 +154,7 @@ def evaluate_run(spec: Any, run_dir: str | Path, episodes: int,
     }
 
 
-def write_eval(spec: Any, run_dir: str | Path, out: str | Path, episodes: int) -> dict[str, Any]:
+def write_eval(spec: RunSpec, run_dir: str | Path, out: str | Path, episodes: int) -> dict[str, Any]:
     """``evaluate_run`` into ``out`` (written atomically, nothing on error)."""
     record = evaluate_run(spec, run_dir, episodes)
     atomic.write_json(out, record)
@@ -174,7 +175,7 @@ def curve_checkpoints(run_dir: str | Path, run_id: str) -> list[tuple[Path, dict
     return found
 
 
-def evaluate_curve(spec: Any, run_dir: str | Path, episodes: int) -> list[dict[str, Any]]:
+def evaluate_curve(spec: RunSpec, run_dir: str | Path, episodes: int) -> list[dict[str, Any]]:
     """One row per checkpoint (intermediate ones and the final one), oldest first."""
     from ddrl.agents.policy import load_run_policy
 
@@ -193,7 +194,7 @@ def evaluate_curve(spec: Any, run_dir: str | Path, episodes: int) -> list[dict[s
     return rows
 
 
-def write_curve(spec: Any, run_dir: str | Path, out: str | Path, episodes: int) -> list[dict]:
+def write_curve(spec: RunSpec, run_dir: str | Path, out: str | Path, episodes: int) -> list[dict]:
     rows = evaluate_curve(spec, run_dir, episodes)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CURVE_COLUMNS, lineterminator="\n")

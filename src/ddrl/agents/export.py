@@ -38,6 +38,7 @@ import numpy as np
 from ddrl import atomic
 from ddrl.training import provenance
 from ddrl.errors import DdrlError
+from ddrl.runs import RunSpec
 
 FORMAT = "ddrl-policy"
 VERSION = 1
@@ -94,7 +95,7 @@ def export_policy(policy: Any, out: str | Path) -> dict[str, Any]:
     return meta
 
 
-def export_run(spec: Any, run_dir: str | Path, out: str | Path) -> dict[str, Any]:
+def export_run(spec: RunSpec, run_dir: str | Path, out: str | Path) -> dict[str, Any]:
     """Export a run's final checkpoint to ``out`` (``policy.pt``)."""
     from ddrl.agents.policy import load_run_policy
 

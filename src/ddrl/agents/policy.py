@@ -39,6 +39,7 @@ import numpy as np
 
 from ddrl.training import checkpoints
 from ddrl.errors import CheckpointError, ConfigError
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +282,7 @@ def _normalize_actions(pipeline: Any) -> bool:
 
 
 def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(env_id, **env_config)
     try:
@@ -383,7 +384,7 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
     )
 
 
-def load_run_policy(spec: Any, run_dir: str | Path, checkpoint: str | Path | None = None
+def load_run_policy(spec: RunSpec, run_dir: str | Path, checkpoint: str | Path | None = None
                     ) -> RestoredPolicy:
     """:func:`load_policy` for a run spec: its final ``checkpoint/`` unless one is given."""
     path = Path(checkpoint) if checkpoint else Path(run_dir) / "checkpoint"

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ddrl.errors import ConfigError
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def check_settings(settings: Mapping[str, Any], run_id: str) -> dict[str, Any]:
 def make_render_env(env_id: str, settings: Mapping[str, Any], run_id: str,
                     env_config: Mapping[str, Any] | None = None) -> Any:
     """The env in ``rgb_array`` mode with the configured camera and resolution."""
-    from ddrl.config.envs import make_env
+    from ddrl.envs import make_env
 
     env = make_env(env_id, render_mode="rgb_array", **dict(env_config or {}))
     raw = env.unwrapped
@@ -212,7 +213,7 @@ def write_videos(rec: Recording, settings: Mapping[str, Any], mp4: str | Path, g
         iio.imwrite(t_png, strip, extension=".png")
 
 
-def render_run(spec: Any, run_dir: str | Path, settings: Mapping[str, Any], mp4: str | Path,
+def render_run(spec: RunSpec, run_dir: str | Path, settings: Mapping[str, Any], mp4: str | Path,
                gif: str | Path, png: str | Path) -> dict[str, Any]:
     """Render a run's final checkpoint; returns a summary (returns, lengths, frames)."""
     from ddrl.agents.evaluate import eval_seeds

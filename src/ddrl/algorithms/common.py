@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddrl.config.envs import rllib_env_id
+from ddrl.envs import rllib_env_id
+from ddrl.runs import RunSpec
 
 
-def apply_run_settings(config: Any, spec: Any) -> Any:
+def apply_run_settings(config: Any, spec: RunSpec) -> Any:
     """Apply the parts of a run spec that do not depend on the algorithm."""
     res = spec.resources
     hp = spec.hyperparameters

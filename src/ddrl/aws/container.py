@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 DEFAULT_ROOT = "/opt/ml"

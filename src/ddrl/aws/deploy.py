@@ -53,7 +53,7 @@ def observation_size(run_dir: Path) -> int:
     _, meta = load_exported(run_dir / POLICY_FILE)
     shape = meta.get("observation_shape")
     if not shape:
-        from ddrl.config.envs import make_env
+        from ddrl.envs import make_env
 
         record = json.loads((run_dir / "run.json").read_text())
         env = make_env(record["spec"]["env"], **record["spec"].get("env_config", {}))

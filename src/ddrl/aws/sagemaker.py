@@ -26,7 +26,7 @@ from ddrl import atomic
 from ddrl.training import checkpoints
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 
 JOB_RECORD = "sagemaker_job.json"  # in run_dir/work/: the job to re-attach to
 HYPERPARAMETER_LIMIT = 2500  # SageMaker's limit on one hyperparameter value

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
+from ddrl.runs import RunSpec
 
 #: ``software:`` in a study config: how cluster jobs get their software. Training and the
 #: other rules load these environment modules (``--sdm env-modules``) or run in this
@@ -73,7 +74,7 @@ def runners_per_node(num_env_runners: int, nodes: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(nodes)]
 
 
-def runtime_min(spec: Any, attempt: int = 1) -> int:
+def runtime_min(spec: RunSpec, attempt: int = 1) -> int:
     """Slurm runtime (minutes) of a training job: the budget's time limit plus a margin (or
     :data:`DEFAULT_TRAIN_RUNTIME_MIN`), times the attempt, so a retry after a timeout gets
     more time and resumes from the last checkpoint."""
@@ -97,7 +98,7 @@ class JobRequest:
                 "gpu": self.gpus}
 
 
-def job_request(spec: Any) -> JobRequest:
+def job_request(spec: RunSpec) -> JobRequest:
     r = spec.resources
     nodes = int(r.get("nodes", 1))
     per_node = runners_per_node(r["num_env_runners"], nodes)
@@ -246,7 +247,7 @@ def _raise_problems(problems: list[str]) -> None:
                           + "\n  ".join(problems))
 
 
-def check_runs(runs: Mapping[str, Any], partition: str | None, mem_mb_per_cpu: int = 0,
+def check_runs(runs: Mapping[str, RunSpec], partition: str | None, mem_mb_per_cpu: int = 0,
                partitions: Mapping[str, Partition] | None = None) -> None:
     """Check a study's training runs against the cluster (``ddrl slurm-check``)."""
     problems, requests = [], {}
@@ -382,7 +383,7 @@ def _ray_exe() -> str:
 
 
 @contextlib.contextmanager
-def ray_cluster(spec: Any, work_dir: str | Path, *, allocation: Allocation | None = None,
+def ray_cluster(spec: RunSpec, work_dir: str | Path, *, allocation: Allocation | None = None,
                 print_fn: Callable[[str], None] = print,
                 timeout_s: float = 180) -> Iterator[str | None]:
     """For ``nodes > 1``: a Ray cluster over the job's nodes, connected; yields its address.

@@ -7,9 +7,10 @@ The schema says what a config may ask for; these say whether this machine can gi
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Mapping
 
 from ddrl.errors import ConfigError
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ def visible_gpus() -> int:
         return 0
 
 
-def check_local_gpus(runs: Mapping[str, Any], source: str = "config",
+def check_local_gpus(runs: Mapping[str, RunSpec], source: str = "config",
                      gpus: int | None = None) -> list[str]:
     """Fail (or, with ``on_missing_gpu: cpu``, warn) when runs ask for more GPUs than exist.
 

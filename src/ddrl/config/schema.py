@@ -33,6 +33,23 @@ RESOURCES = {
     "additionalProperties": False,
 }
 
+# Study-level run settings. Their defaults are stated here only: ddrl.config.defaults reads
+# them for every run a study or a search expands to.
+CHECKPOINT_EVERY = {"type": "integer", "minimum": 1, "default": 10}
+ON_MISSING_GPU = {
+    "enum": ["error", "cpu"],
+    "default": "error",
+    "description": "a run asks for a GPU the machine lacks: fail, or log and use the CPU",
+}
+FAULT_TOLERANCE = {
+    "type": "object",
+    "properties": {
+        "max_env_runner_restarts": {"type": "integer", "minimum": 0, "default": 10},
+        "restart_delay_s": {"type": "number", "minimum": 0, "default": 1},
+    },
+    "additionalProperties": False,
+}
+
 BUDGET = {
     "type": "object",
     "description": "When training stops: whichever limit is reached first.",
@@ -97,11 +114,11 @@ def experiment_schema() -> dict[str, Any]:
 
 
 def search_schema() -> dict[str, Any]:
-    """``search:`` entries; ddrl.search.grid checks names and ranges against the registry."""
+    """``search:`` entries; ddrl.config.search_space checks names and ranges against the registry."""
     bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     return {
         "type": "array",
-        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.search.grid).",
+        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.config.search_space).",
         "items": {
             "type": "object",
             "properties": {
@@ -181,20 +198,9 @@ def config_schema() -> dict[str, Any]:
             "study": {**NAME, "description": "name; outputs go to results/<study>/"},
             "experiments": {"type": "array", "items": experiment_schema(), "minItems": 1},
             "hyperparameters": hyperparameters_schema(),
-            "checkpoint_every": {"type": "integer", "minimum": 1, "default": 10},
-            "on_missing_gpu": {
-                "enum": ["error", "cpu"],
-                "default": "error",
-                "description": "a run asks for a GPU the machine lacks: fail, or log and use the CPU",
-            },
-            "fault_tolerance": {
-                "type": "object",
-                "properties": {
-                    "max_env_runner_restarts": {"type": "integer", "minimum": 0, "default": 10},
-                    "restart_delay_s": {"type": "number", "minimum": 0, "default": 1},
-                },
-                "additionalProperties": False,
-            },
+            "checkpoint_every": CHECKPOINT_EVERY,
+            "on_missing_gpu": ON_MISSING_GPU,
+            "fault_tolerance": FAULT_TOLERANCE,
             "evaluation": EVALUATION_SCHEMA,
             "scaling": SCALING_SCHEMA,
             "cost": COST_SCHEMA,

@@ -30,7 +30,9 @@ from typing import Any, Callable, Iterator
 
 from ddrl import atomic
 from ddrl.errors import DdrlError
-from ddrl.search.grid import Search, TrialResult, trial_name
+from ddrl.config.search_space import Search, trial_name
+from ddrl.runs import RunSpec
+from ddrl.search.grid import TrialResult
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +71,9 @@ def param_space(search: Search) -> dict[str, Any]:
     return space
 
 
-def trial_spec(search: Search, values: dict[str, Any]) -> Any:
-    """The RunSpec of one trial (searched values over the search's fixed ones)."""
-    from ddrl.algorithms import get_algorithm
-    from ddrl.config.study import RunSpec
-
-    hp = get_algorithm(search.algorithm).resolve({**search.fixed, **values})
-    return RunSpec(
-        algorithm=search.algorithm, env=search.env, seed=search.seeds[0],
-        resources=dict(search.resources), budget=dict(search.budget), hyperparameters=hp,
-        checkpoint_every=search.checkpoint_every, env_config=dict(search.env_config),
-        fault_tolerance=dict(search._ft), on_missing_gpu=search._on_missing_gpu,
-    )
+def trial_spec(search: Search, values: dict[str, Any]) -> RunSpec:
+    """The RunSpec of one trial (a tune search runs one seed per trial)."""
+    return search.run_spec(values, search.seeds[0])
 
 
 def make_trainable(search: Search) -> Any:

@@ -29,7 +29,7 @@ from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.training.runtime import learner_threads, ray_session
 from ddrl.cluster.slurm import env_runner_placement
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3

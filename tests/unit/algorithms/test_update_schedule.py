@@ -22,7 +22,7 @@ import pytest
 from ddrl.algorithms import get_algorithm
 from ddrl.training.runtime import ray_session
 from ddrl.config.schema import RESOURCES
-from ddrl.config.study import RunSpec
+from ddrl.runs import RunSpec
 from ddrl.training.train import train_run
 
 pytestmark = pytest.mark.slow

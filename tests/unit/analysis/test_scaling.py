@@ -12,7 +12,8 @@ from ddrl.analysis.cost import cost_table, price_run, with_defaults
 from ddrl.errors import ConfigError
 from ddrl.figures.scaling import FIGURES
 from ddrl.analysis.scaling import ScalingError, aggregate, fit_amdahl, load_runs
-from ddrl.analysis.scaling_stage import cost_stage, figures_stage, scaling_stage
+from ddrl.analysis.scaling_stage import cost_stage, scaling_stage
+from ddrl.figures.stage import figures_stage
 
 from helpers.scaling_fixtures import amdahl_study, amdahl_time, write_run
 

@@ -9,7 +9,8 @@ import yaml
 
 from ddrl.errors import ConfigError
 from ddrl.config.schema import config_schema
-from ddrl.config.study import RunSpec, Study, load_yaml
+from ddrl.config.study import Study, load_yaml
+from ddrl.runs import RunSpec
 
 from conftest import REPO, TINY_CONFIG
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from ddrl.errors import ConfigError
-from ddrl.search.grid import Dimension, Metric, TrialResult, leaderboard, write_summary
+from ddrl.config.search_space import Dimension, Metric
+from ddrl.search.grid import TrialResult, leaderboard, write_summary
 from ddrl.config.study import Study
 
 ENV = "InvertedPendulumBulletEnv-v0"
