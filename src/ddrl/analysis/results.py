@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import pandas as pd
 
@@ -22,8 +22,10 @@ def read_run(run_dir: str | Path) -> tuple[dict, pd.DataFrame]:
     return record, progress
 
 
-def load_progress(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
-    """All runs' progress rows in one table, with run id, algorithm, env, seed and resources."""
+def load_progress(run_dirs: Iterable[str | Path],
+                  experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """All runs' progress rows in one table, with run id, experiment (from ``experiments``,
+    run id -> name; empty when not given), algorithm, env, seed and resources."""
     frames = []
     for run_dir in run_dirs:
         record, progress = read_run(run_dir)
@@ -31,6 +33,7 @@ def load_progress(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
         res = spec["resources"]
         progress = progress.assign(
             run_id=record["run_id"],
+            experiment=(experiments or {}).get(record["run_id"], ""),
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,8 +54,8 @@ PARTS = {
 }
 REQUIRED_TIMERS = ("sample_time_s", "learn_time_s", "sync_weights_time_s")
 # What makes two runs the same series (everything but workers, GPUs, nodes and seed).
-BASELINE_KEYS = ["algorithm", "env", "update_schedule", "hp", "num_envs_per_env_runner",
-                 "num_cpus_per_env_runner"]
+BASELINE_KEYS = ["experiment", "algorithm", "env", "update_schedule", "hp",
+                 "num_envs_per_env_runner", "num_cpus_per_env_runner"]
 CONFIG_KEYS = BASELINE_KEYS + ["num_env_runners", "num_gpus_per_learner", "nodes"]
 DEFAULT_BOOTSTRAP = 1000
 THESIS_ENV = "HumanoidBulletEnv-v0"
@@ -81,8 +81,12 @@ def hp_key(hyperparameters: dict, ignore: Sequence[str] = ()) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:6]
 
 
-def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
+def load_runs(run_dirs: Iterable[str | Path],
+              experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every run's progress rows with its settings and provenance columns.
+
+    ``experiments`` maps run ids to the study's experiment names (``Study.experiment_of``):
+    runs of different experiments are different series even with equal settings.
 
     Raises :class:`ScalingError` naming the file when a required column is missing.
     """
@@ -109,6 +113,7 @@ def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
             progress = progress.assign(gradient_updates=np.nan)
         frames.append(progress.assign(
             run_id=record["run_id"],
+            experiment=(experiments or {}).get(record["run_id"], ""),
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],

@@ -55,7 +55,7 @@ def _provenance_footer(runs: pd.DataFrame, speedup: pd.DataFrame, warmup: int) -
 
 
 SPEEDUP_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
     Column("gpu", "GPU"), Column("num_cpus_per_env_runner", "CPUs / worker"),
     Column("update_schedule", "Update schedule"),
     Column("iter_time_s", "Iteration time (s)", 2), Column("iter_time_iqr_s", "IQR (s)", 2),
@@ -67,14 +67,14 @@ SPEEDUP_COLUMNS = [
     Column("note", "Note"),
 ]
 BREAKDOWN_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
     Column("gpu", "GPU"), Column("update_schedule", "Update schedule"), Column("iter_time_s", "Iteration (s)", 2),
     Column("sampling_share", "Sampling", 2), Column("learning_share", "Learning", 2),
     Column("weight_sync_share", "Weight sync", 3), Column("replay_buffer_share", "Replay", 2),
     Column("other_share", "Other", 2), Column("note", "Note"),
 ]
 AMDAHL_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"),
     Column("update_schedule", "Update schedule"), Column("series", "Series"),
     Column("workers_measured", "Workers measured"), Column("serial_fraction", "Serial fraction", 3),
     Column("serial_fraction_ci", "95% CI"), Column("max_speedup", "Max speedup", 1),
@@ -104,7 +104,7 @@ SCHEDULE_COLUMNS = [
     Column("note", "Note"),
 ]
 COST_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("config", "Resources"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("config", "Resources"),
     Column("priced_as", "Priced as"), Column("price_per_hour", "Price / h", 3),
     Column("train_time_s", "Training time (s)", 0), Column("cost", "Cost", 4),
     Column("return_threshold", "Return threshold", 0), Column("seeds_reached", "Seeds reached"),
@@ -121,11 +121,13 @@ def _interval(low: pd.Series, high: pd.Series, decimals: int) -> pd.Series:
 
 
 def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
-                  settings: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
-    """Write speedup, breakdown, amdahl and thesis_comparison tables (csv, md, tex)."""
+                  settings: Mapping[str, Any] | None = None,
+                  experiments: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Write speedup, breakdown, amdahl, thesis_comparison and update_schedules tables
+    (csv, md, tex). ``experiments`` (run id -> experiment name) keeps experiments apart."""
     settings = settings or {}
     warmup = int(settings.get("warmup_iterations", DEFAULT_WARMUP))
-    runs = load_runs(run_dirs)
+    runs = load_runs(run_dirs, experiments)
     result = aggregate(runs, warmup, n_bootstrap=int(settings.get("bootstrap", 1000)))
     speedup = result.speedup.assign(
         speedup_ci=lambda d: _interval(d["speedup_ci_low"], d["speedup_ci_high"], 2))
@@ -198,10 +200,11 @@ def provenance_table(run_dirs: Iterable[str | Path], stem: str | Path) -> pd.Dat
 
 
 def cost_stage(run_dirs: Iterable[str | Path], stem: str | Path,
-               cost_cfg: Mapping[str, Any] | None = None) -> pd.DataFrame:
+               cost_cfg: Mapping[str, Any] | None = None,
+               experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Write the cost table (csv, md, tex)."""
     cfg = cost_mod.with_defaults(cost_cfg or {})
-    table = cost_mod.cost_table(load_runs(run_dirs), cfg)
+    table = cost_mod.cost_table(load_runs(run_dirs, experiments), cfg)
     write_table(table, COST_COLUMNS, stem, footer=cfg["prices_note"],
                 caption="Cost per run and to reach the return threshold "
                         f"({cfg['currency']}, example prices)")
