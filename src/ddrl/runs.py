@@ -1,4 +1,11 @@
-"""A run: its spec (everything that decides its result), its id, and its folder.
+"""A run: its spec (everything that decides its result), its id, its labels, and its folder.
+
+Layout of a run folder (:class:`RunFolder`)::
+
+    runs/<run_id>/
+      work/progress.csv          live progress, rewritten atomically each iteration
+      work/checkpoints/iter_N/   intermediate checkpoints (newest few kept)
+      progress.csv  run.json  checkpoint/    final outputs, written only at the end
 
 Depends on nothing else in ddrl but errors and atomic, so every stage (training, the
 workflow's input functions, analysis, AWS) reads and writes run folders through this module.
@@ -11,11 +18,29 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ddrl.errors import ConfigError
+from ddrl import atomic
+from ddrl.errors import ConfigError, DdrlError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HASH_LEN = 8
+HP_KEY_LEN = 6
+
+
+def content_hash(data: Any, length: int) -> str:
+    """Hex digest of ``data``'s canonical JSON: the one hash behind run ids and
+    hyperparameter keys."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:length]
+
+
+def hyperparameter_key(hyperparameters: Mapping[str, Any]) -> str:
+    """Short stable key of a run's hyperparameters (runs with other values are another series)."""
+    return content_hash(dict(hyperparameters), HP_KEY_LEN)
 
 
 def safe_name(text: str) -> str:
@@ -70,18 +95,12 @@ class RunSpec:
 
     @functools.cached_property
     def digest(self) -> str:
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:HASH_LEN]
+        return content_hash(self.to_dict(), HASH_LEN)
 
     @property
     def resource_label(self) -> str:
         """Short resource tag, e.g. ``r2x1c1g0`` (runners x envs, CPUs, GPUs) or with ``n2``."""
-        r = self.resources
-        label = (
-            f"r{r['num_env_runners']}x{r['num_envs_per_env_runner']}"
-            f"c{r['num_cpus_per_env_runner']}g{r['num_gpus_per_learner']}"
-        )
-        return label + (f"n{r['nodes']}" if r.get("nodes", 1) > 1 else "")
+        return resource_tag(self.resources)
 
     @functools.cached_property
     def run_id(self) -> str:
@@ -96,3 +115,133 @@ class RunSpec:
     @property
     def gpus(self) -> int:
         return self.resources["num_gpus_per_learner"]
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def resource_tag(resources: Mapping[str, int]) -> str:
+    """The run-id resource tag, e.g. ``r2x1c1g0`` (runners x envs, CPUs, GPUs) or with ``n2``;
+    also the key of ``cost.resource_prices``."""
+    r = resources
+    label = (
+        f"r{r['num_env_runners']}x{r['num_envs_per_env_runner']}"
+        f"c{r['num_cpus_per_env_runner']}g{r['num_gpus_per_learner']}"
+    )
+    return label + (f"n{r['nodes']}" if r.get("nodes", 1) > 1 else "")
+
+
+def resources_legend(resources: Mapping[str, int]) -> str:
+    """Resources in words for figure legends, e.g. ``2 runnersx4 envs, 1 GPU``."""
+    res = resources
+    gpu = f", {res['num_gpus_per_learner']} GPU" if res["num_gpus_per_learner"] else ""
+    envs = f"x{res['num_envs_per_env_runner']} envs" if res["num_envs_per_env_runner"] > 1 else ""
+    return f"{res['num_env_runners']} runner{'s' if res['num_env_runners'] > 1 else ''}{envs}{gpu}"
+
+
+def workers_label(runners: int, gpus: int, nodes: int) -> str:
+    """A scaling configuration in words for tables, e.g. ``4 runners + 1 GPU on 2 nodes``."""
+    label = f"{runners} runner{'s' if runners != 1 else ''}"
+    if gpus:
+        label += f" + {gpus} GPU"
+    if nodes > 1:
+        label += f" on {nodes} nodes"
+    return label
+
+
+# --------------------------------------------------------------------------- the run folder
+
+RUN_JSON = "run.json"
+PROGRESS_CSV = "progress.csv"
+CHECKPOINT = "checkpoint"
+WORK = "work"
+
+
+class RunNotFinished(DdrlError):
+    """A run folder without its final outputs (``run.json``, ``progress.csv``)."""
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Paths of one run folder, and its record (``run.json``) written and read back."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / RUN_JSON
+
+    @property
+    def progress_csv(self) -> Path:
+        return self.path / PROGRESS_CSV
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / CHECKPOINT
+
+    @property
+    def work(self) -> Path:
+        return self.path / WORK
+
+    @property
+    def work_progress_csv(self) -> Path:
+        return self.work / PROGRESS_CSV
+
+    @property
+    def work_checkpoints(self) -> Path:
+        return self.work / "checkpoints"
+
+    def write_record(self, record: Mapping[str, Any]) -> None:
+        atomic.write_json(self.run_json, record)
+
+    def read_record(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.run_json.read_text())
+        except FileNotFoundError:
+            raise RunNotFinished(f"run {self.path.name} is not finished: {RUN_JSON} is missing") from None
+
+    def read(self) -> tuple[dict[str, Any], "pd.DataFrame"]:
+        """``(run.json, progress.csv)`` of a finished run."""
+        import pandas as pd  # lazily: the workflow imports this module to parse
+
+        record = self.read_record()
+        try:
+            progress = pd.read_csv(self.progress_csv)
+        except FileNotFoundError:
+            raise RunNotFinished(
+                f"run {self.path.name} is not finished: {PROGRESS_CSV} is missing") from None
+        return record, progress
+
+
+def read_run(run_dir: str | Path) -> tuple[dict[str, Any], "pd.DataFrame"]:
+    """``(run.json, progress.csv)`` of the finished run in ``run_dir``."""
+    return RunFolder(run_dir).read()
+
+
+def run_record(spec: RunSpec, *, iterations: int, env_steps: int, time_total_s: float,
+               episode_return_mean: Any, rllib_config: Any, placement: Any, sessions: int,
+               started: str, finished: str, command: list[str],
+               provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The content of a finished run's ``run.json``."""
+    return {
+        "run_id": spec.run_id,
+        "status": "complete",
+        "spec": spec.to_dict(),
+        "rllib_config": rllib_config,
+        "result": {
+            "iterations": iterations,
+            "env_steps": env_steps,
+            "time_total_s": time_total_s,
+            "episode_return_mean": episode_return_mean,
+            "checkpoint": CHECKPOINT,
+        },
+        "placement": placement,
+        "sessions": sessions,
+        "started": started,
+        "finished": finished,
+        "command": command,
+        **provenance,
+    }

@@ -11,7 +11,7 @@ from ddrl.training import checkpoints
 from ddrl.aws.container import spec_from_hyperparameters, train_entry
 from ddrl.aws.sagemaker import METRIC_DEFINITIONS, hyperparameters
 from ddrl.errors import ConfigError
-from ddrl.analysis.results import read_run
+from ddrl.runs import read_run
 
 from aws.aws_helpers import tiny_spec
 

@@ -16,7 +16,7 @@ from ddrl.aws.sagemaker import (JOB_RECORD, METRIC_DEFINITIONS, SageMakerJobFail
                                 training_job_request)
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError
-from ddrl.analysis.results import read_run
+from ddrl.runs import read_run
 
 
 def _model_tarball(model_dir: Path) -> bytes:

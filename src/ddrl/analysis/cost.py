@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ddrl.errors import ConfigError
-from ddrl.analysis.scaling import CONFIG_KEYS, _workers_label
+from ddrl.analysis.scaling import CONFIG_KEYS
+from ddrl.runs import resource_tag, workers_label
 
 
 # Example prices: Amazon SageMaker training instances, on-demand, us-east-1, in USD per hour,
@@ -58,8 +59,10 @@ def with_defaults(cost_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resource_label(workers: int, envs: int, cpus: int, gpus: int, nodes: int) -> str:
-    """The run-id resource tag, as in :attr:`ddrl.config.study.RunSpec.resource_label`."""
-    return f"r{workers}x{envs}c{cpus}g{gpus}" + (f"n{nodes}" if nodes > 1 else "")
+    """The run-id resource tag (:func:`ddrl.runs.resource_tag`) of one resource setting."""
+    return resource_tag({"num_env_runners": workers, "num_envs_per_env_runner": envs,
+                         "num_cpus_per_env_runner": cpus, "num_gpus_per_learner": gpus,
+                         "nodes": nodes})
 
 
 def threshold_for(cost_cfg: Mapping[str, Any], env: str) -> float | None:
@@ -127,7 +130,7 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
             **cfg,
             "workers": cfg["num_env_runners"],
             "gpu": int(cfg["num_gpus_per_learner"] > 0),
-            "config": _workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"],
+            "config": workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"],
                                      cfg["nodes"]),
             "priced_as": what,
             "price_per_hour": price,

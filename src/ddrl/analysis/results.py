@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import pandas as pd
 
 from ddrl.errors import DdrlError
-
-
-def read_run(run_dir: str | Path) -> tuple[dict, pd.DataFrame]:
-    """``(run.json, progress.csv)`` of one finished run."""
-    run_dir = Path(run_dir)
-    try:
-        record = json.loads((run_dir / "run.json").read_text())
-        progress = pd.read_csv(run_dir / "progress.csv")
-    except FileNotFoundError as err:
-        raise DdrlError(f"run {run_dir.name} is not finished: {Path(err.filename).name} is missing") from None
-    return record, progress
+from ddrl.runs import read_run, resources_legend
 
 
 def load_progress(run_dirs: Iterable[str | Path],
@@ -41,15 +30,9 @@ def load_progress(run_dirs: Iterable[str | Path],
             num_envs_per_env_runner=res["num_envs_per_env_runner"],
             num_cpus_per_env_runner=res["num_cpus_per_env_runner"],
             num_gpus_per_learner=res["num_gpus_per_learner"],
-            resources=_resource_label(res),
+            resources=resources_legend(res),
         )
         frames.append(progress)
     if not frames:
         raise DdrlError("no runs to read")
     return pd.concat(frames, ignore_index=True)
-
-
-def _resource_label(res: dict) -> str:
-    gpu = f", {res['num_gpus_per_learner']} GPU" if res["num_gpus_per_learner"] else ""
-    envs = f"x{res['num_envs_per_env_runner']} envs" if res["num_envs_per_env_runner"] > 1 else ""
-    return f"{res['num_env_runners']} runner{'s' if res['num_env_runners'] > 1 else ''}{envs}{gpu}"

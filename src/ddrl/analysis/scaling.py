@@ -27,8 +27,6 @@ column, gets an empty cell and a note saying which baseline or column is missing
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.errors import DdrlError
+from ddrl.runs import RunNotFinished, hyperparameter_key, read_run, workers_label
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +72,6 @@ class ScalingError(DdrlError):
 # --------------------------------------------------------------------------- loading
 
 
-def hp_key(hyperparameters: dict, ignore: Sequence[str] = ()) -> str:
-    """Short stable digest of a run's hyperparameters (runs with other values are another
-    series), leaving out the names in ``ignore``."""
-    kept = {k: v for k, v in hyperparameters.items() if k not in ignore}
-    canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:6]
-
-
 def load_runs(run_dirs: Iterable[str | Path],
               experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every run's progress rows with its settings and provenance columns.
@@ -94,11 +85,9 @@ def load_runs(run_dirs: Iterable[str | Path],
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
         try:
-            record = json.loads((run_dir / "run.json").read_text())
-            progress = pd.read_csv(run_dir / "progress.csv")
-        except FileNotFoundError as err:
-            raise ScalingError(f"run {run_dir.name} is not finished: "
-                               f"{Path(err.filename).name} is missing") from None
+            record, progress = read_run(run_dir)
+        except RunNotFinished as err:
+            raise ScalingError(str(err)) from None
         missing = [c for c in REQUIRED_COLUMNS if c not in progress.columns]
         if missing:
             raise ScalingError(
@@ -117,9 +106,9 @@ def load_runs(run_dirs: Iterable[str | Path],
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],
-            hp=hp_key(hp),
+            hp=hyperparameter_key(hp),
             update_schedule=hp.get("update_schedule", ON_POLICY),
-            grid=hp_key(hp, ignore=SCHEDULE_SETTINGS),
+            grid=hyperparameter_key({k: v for k, v in hp.items() if k not in SCHEDULE_SETTINGS}),
             num_env_runners=int(res["num_env_runners"]),
             num_envs_per_env_runner=int(res.get("num_envs_per_env_runner", 1)),
             num_cpus_per_env_runner=int(res.get("num_cpus_per_env_runner", 1)),
@@ -185,15 +174,6 @@ def _quartiles(values: np.ndarray) -> tuple[float, float, float]:
     return float(med), float(q1), float(q3)
 
 
-def _workers_label(n: int, gpus: int, nodes: int) -> str:
-    label = f"{n} runner{'s' if n != 1 else ''}"
-    if gpus:
-        label += f" + {gpus} GPU"
-    if nodes > 1:
-        label += f" on {nodes} nodes"
-    return label
-
-
 @dataclass
 class ScalingResult:
     """The three tables of the study and the problems found on the way."""
@@ -254,7 +234,7 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
         valid = st["time_this_iter_s"].notna() & (st["time_this_iter_s"] > 0)
         per_run = [g["time_this_iter_s"].to_numpy(float) for _, g in st[valid].groupby("run_id")]
         times = np.concatenate(per_run) if per_run else np.empty(0)
-        label = _workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"], cfg["nodes"])
+        label = workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"], cfg["nodes"])
         shared = sorted({o for r in run_ids for o in overlap.get(r, [])} - set(run_ids))
         row = {
             **cfg,

@@ -8,7 +8,6 @@ tables are :mod:`ddrl.figures.stage`'s.
 from __future__ import annotations
 
 import importlib.resources
-import json
 import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -19,6 +18,7 @@ import pandas as pd
 from ddrl.analysis import cost as cost_mod
 from ddrl.analysis.scaling import aggregate, load_runs, schedule_comparison, thesis_comparison
 from ddrl.analysis.tables import Column, write_table
+from ddrl.runs import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def provenance_table(run_dirs: Iterable[str | Path], stem: str | Path) -> pd.Dat
     """Write ``runs.{csv,md,tex}``: where, with what and from which commit each run ran."""
     rows = []
     for run_dir in run_dirs:
-        record = json.loads((Path(run_dir) / "run.json").read_text())
+        record = RunFolder(run_dir).read_record()
         host, versions, git = (record.get(k) or {} for k in ("host", "versions", "git"))
         commit = git.get("commit") or ""
         rows.append({

@@ -22,6 +22,7 @@ from ddrl.aws.sagemaker import estimate_cost
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.aws.serve import POLICY_FILE
 from ddrl.errors import DdrlError
+from ddrl.runs import RunFolder
 
 
 class EndpointFailed(DdrlError):
@@ -55,7 +56,7 @@ def observation_size(run_dir: Path) -> int:
     if not shape:
         from ddrl.envs import make_env
 
-        record = json.loads((run_dir / "run.json").read_text())
+        record = RunFolder(run_dir).read_record()
         env = make_env(record["spec"]["env"], **record["spec"].get("env_config", {}))
         shape = env.observation_space.shape
         env.close()
@@ -72,7 +73,7 @@ def deploy(run_dir: str | Path, settings: SageMakerSettings, study: str, out: st
     import boto3
 
     run_dir = Path(run_dir)
-    record = json.loads((run_dir / "run.json").read_text())
+    record = RunFolder(run_dir).read_record()
     run_id = record["run_id"]
     session = session or boto3.session.Session(region_name=settings.region)
     sm, s3 = session.client("sagemaker"), session.client("s3")

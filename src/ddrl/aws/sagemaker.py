@@ -26,7 +26,7 @@ from ddrl import atomic
 from ddrl.training import checkpoints
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.runs import RunSpec
+from ddrl.runs import RunFolder, RunSpec
 
 JOB_RECORD = "sagemaker_job.json"  # in run_dir/work/: the job to re-attach to
 HYPERPARAMETER_LIMIT = 2500  # SageMaker's limit on one hyperparameter value
@@ -331,7 +331,7 @@ def download_run(s3: Any, artifact_uri: str, run_dir: str | Path, run_id: str,
         missing = [n for n in ("run.json", "progress.csv", "checkpoint") if not (unpacked / n).exists()]
         if missing:
             raise DdrlError(f"{artifact_uri} is not a ddrl run: {', '.join(missing)} missing")
-        record = json.loads((unpacked / "run.json").read_text())
+        record = RunFolder(unpacked).read_record()
         if record.get("run_id") != run_id:
             raise DdrlError(f"{artifact_uri} holds run {record.get('run_id')!r}, expected {run_id!r}")
         checkpoints.read_manifest(unpacked / "checkpoint")
@@ -340,6 +340,6 @@ def download_run(s3: Any, artifact_uri: str, run_dir: str | Path, run_id: str,
         with atomic.atomic_path(run_dir / "progress.csv") as part:
             shutil.copyfile(unpacked / "progress.csv", part)
         record["sagemaker"] = extra
-        atomic.write_json(run_dir / "run.json", record)
+        RunFolder(run_dir).write_record(record)
     print_fn(f"ddrl {run_id} downloaded {artifact_uri} into {run_dir}")
     return record

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from ddrl.config.search_space import Search, _is_finite, trial_name
 from ddrl.errors import DdrlError
+from ddrl.runs import read_run
 
 
 # --------------------------------------------------------------------------- results
@@ -32,8 +33,6 @@ class TrialResult:
 
 def grid_results(search: Search, run_dirs: Mapping[str, str | Path]) -> list[TrialResult]:
     """Results of a grid search from its finished run folders (run id -> folder)."""
-    from ddrl.analysis.results import read_run
-
     by_trial: dict[int, list[tuple[str, Any]]] = {}
     values_of: dict[int, dict[str, Any]] = {}
     for index, values, spec in search.run_specs():

@@ -1,13 +1,6 @@
 """Train one run: build the RLlib algorithm, iterate to the budget, checkpoint, resume.
 
-Layout of a run folder::
-
-    runs/<run_id>/
-      work/progress.csv          live progress, rewritten atomically each iteration
-      work/checkpoints/iter_N/   intermediate checkpoints (newest few kept)
-      progress.csv  run.json  checkpoint/    final outputs, written only at the end
-
-A rerun of a killed job resumes from the newest complete checkpoint in ``work/``.
+The run folder's layout is :class:`ddrl.runs.RunFolder`'s. A rerun of a killed job resumes from the newest complete checkpoint in ``work/``.
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.training.runtime import learner_threads, ray_session
 from ddrl.cluster.slurm import env_runner_placement
-from ddrl.runs import RunSpec
+from ddrl.runs import RunFolder, RunSpec, run_record
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
@@ -141,14 +134,15 @@ def train_run(
     Returns the content of ``run.json``.
     """
     run_dir = Path(run_dir).resolve()  # RLlib needs absolute checkpoint paths
+    folder = RunFolder(run_dir)
     run_id = spec.run_id
-    work = run_dir / "work"
-    ckpt_root = work / "checkpoints"
+    work = folder.work
+    ckpt_root = folder.work_checkpoints
     work.mkdir(parents=True, exist_ok=True)
     config = build_algorithm_config(spec)
 
     started = _first_start(run_dir, provenance.now_iso())
-    progress = ProgressLog(work / "progress.csv")
+    progress = ProgressLog(folder.work_progress_csv)
     resume = checkpoints.latest_valid(ckpt_root, run_id)
     sessions = int(max((float(r["session"]) for r in progress.rows), default=-1)) + 1
     meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
@@ -214,29 +208,16 @@ def train_run(
             f"run {run_id}: the checkpoint of the last iteration ({iteration}) in {ckpt_root} "
             "is missing or fails its manifest check; rerun the job to resume"
         )
-    atomic.replace_dir(final[0], run_dir / "checkpoint")
-    progress.flush(run_dir / "progress.csv")
+    atomic.replace_dir(final[0], folder.checkpoint)
+    progress.flush(folder.progress_csv)
     last = progress.last or {}
-    record = {
-        "run_id": run_id,
-        "status": "complete",
-        "spec": spec.to_dict(),
-        "rllib_config": rllib_config,
-        "result": {
-            "iterations": iteration,
-            "env_steps": env_steps,
-            "time_total_s": time_total,
-            "episode_return_mean": last.get("episode_return_mean"),
-            "checkpoint": "checkpoint",
-        },
-        "placement": placement,
-        "sessions": sessions + 1,
-        "started": started,
-        "finished": provenance.now_iso(),
-        "command": sys.argv,
-        **provenance.collect(),
-    }
-    atomic.write_json(run_dir / "run.json", record)
+    record = run_record(
+        spec, iterations=iteration, env_steps=env_steps, time_total_s=time_total,
+        episode_return_mean=last.get("episode_return_mean"), rllib_config=rllib_config,
+        placement=placement, sessions=sessions + 1, started=started,
+        finished=provenance.now_iso(), command=sys.argv, provenance=provenance.collect(),
+    )
+    folder.write_record(record)
     return record
 
 
