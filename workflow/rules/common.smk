@@ -21,6 +21,20 @@ RUNS = STUDY.runs
 # The experiments' runs: what every stage's run_files() covers. Search trials (also in RUNS,
 # trained by rule train) are reached through rules/search.smk.
 EXPERIMENT_RUNS = experiment_run_ids(STUDY)
+# Runs by what their experiment is for (config `purpose:`): learning runs feed the reward
+# curves and returns tables, timing runs the speedup tables; each table groups by experiment.
+LEARNING_RUNS = STUDY.experiment_runs("learning")
+TIMING_RUNS = STUDY.experiment_runs("timing")
+
+
+def experiments_of(run_ids):
+    """Param: run id -> experiment name, for the aggregation scripts."""
+    return {r: STUDY.experiment_of[r] for r in run_ids}
+
+
+def runs_with(output):
+    """Runs whose experiment asks for ``output`` (eval, video, policy; config `outputs:`)."""
+    return STUDY.experiment_runs(output=output)
 ROOT = f"results/{STUDY.name}"
 RUN_DIR = ROOT + "/runs/{run_id}"
 

@@ -39,7 +39,7 @@ rule evaluate_curve:
 
 rule returns_table:
     input:
-        evals=run_files("eval.json"),
+        evals=run_files("eval.json", runs_with("eval")),
     output:
         csv=report(
             ROOT + "/tables/returns.csv",
@@ -54,7 +54,8 @@ rule returns_table:
         "../scripts/returns_table.py"
 
 
-TARGETS.extend(run_files("eval.json"))
-TARGETS.extend(rules.returns_table.output)
+if runs_with("eval"):
+    TARGETS.extend(run_files("eval.json", runs_with("eval")))
+    TARGETS.extend(rules.returns_table.output)
 if EVALUATION["intermediate"]:
-    TARGETS.extend(run_files("eval_curve.csv"))
+    TARGETS.extend(run_files("eval_curve.csv", runs_with("eval")))

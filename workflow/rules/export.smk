@@ -17,4 +17,4 @@ rule export:
         "../scripts/export.py"
 
 
-TARGETS.extend(run_files("policy.pt"))
+TARGETS.extend(run_files("policy.pt", runs_with("policy")))

@@ -3,8 +3,8 @@
 
 rule plot_rewards:
     input:
-        progress=run_files("progress.csv"),
-        runs=run_files("run.json"),
+        progress=run_files("progress.csv", LEARNING_RUNS),
+        runs=run_files("run.json", LEARNING_RUNS),
     output:
         pdf=ROOT + "/figures/reward_curves.pdf",
         png=report(
@@ -12,6 +12,8 @@ rule plot_rewards:
             caption="../report/reward_curves.rst",
             category="Learning",
         ),
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
     envmodules:
         *ENVMODULES,
     log:
@@ -20,7 +22,8 @@ rule plot_rewards:
         "../scripts/plot_rewards.py"
 
 
-TARGETS.extend(rules.plot_rewards.output)
+if LEARNING_RUNS:
+    TARGETS.extend(rules.plot_rewards.output)
 
 
 # The scaling study's figures, each named after the thesis figure it reproduces
@@ -40,8 +43,8 @@ def _figure(name):
 
 rule plot_scaling:
     input:
-        progress=run_files("progress.csv"),
-        runs=run_files("run.json"),
+        progress=run_files("progress.csv", LEARNING_RUNS),
+        runs=run_files("run.json", LEARNING_RUNS),
         speedup=ROOT + "/tables/speedup.csv",
         breakdown=ROOT + "/tables/breakdown.csv",
         amdahl=ROOT + "/tables/amdahl.csv",
@@ -50,6 +53,8 @@ rule plot_scaling:
         cost=ROOT + "/tables/cost.csv",
     output:
         **{k: v for name in FIGURES for k, v in _figure(name).items()},
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
     envmodules:
         *ENVMODULES,
     log:
@@ -58,4 +63,5 @@ rule plot_scaling:
         "../scripts/plot_scaling.py"
 
 
-TARGETS.extend(rules.plot_scaling.output)
+if TIMING_RUNS:
+    TARGETS.extend(rules.plot_scaling.output)

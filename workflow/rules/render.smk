@@ -34,5 +34,5 @@ rule render:
         "../scripts/render.py"
 
 
-TARGETS.extend(run_files("video.mp4"))
-TARGETS.extend(run_files("frames.png"))
+TARGETS.extend(run_files("video.mp4", runs_with("video")))
+TARGETS.extend(run_files("frames.png", runs_with("video")))

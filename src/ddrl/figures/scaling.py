@@ -58,7 +58,8 @@ def _grid(n: int, width: float = 5.0, height: float = 4.0):
     return fig, list(axes.flat[:n])
 
 
-def _empty(pdf, png, message: str) -> None:
+def empty_figure(pdf, png, message: str) -> None:
+    """A figure that says, in words, why there is nothing to plot."""
     fig, ax = plt.subplots(figsize=(6, 2.5))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=10)
@@ -92,7 +93,7 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
     """Median steady-state iteration time vs workers, log-log, IQR bars, ideal 1/n, Amdahl fit."""
     data = speedup[np.isfinite(speedup["iter_time_s"].astype(float))]
     if data.empty:
-        return _empty(pdf, png, "No configuration has steady-state iterations to plot.")
+        return empty_figure(pdf, png, "No configuration has steady-state iterations to plot.")
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -133,7 +134,7 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> Non
     data = speedup[np.isfinite(speedup["speedup"].astype(float))]
     if data.empty:
         notes = sorted(set(speedup["note"].dropna()) - {""})
-        return _empty(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+        return empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -173,7 +174,7 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
     data = breakdown[np.isfinite(breakdown["sampling_share"].astype(float))]
     if data.empty:
         notes = sorted(set(breakdown["note"].dropna()) - {""})
-        return _empty(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+        return empty_figure(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
     panels = [((*k, gpu), g) for k, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
     fig, axes = _grid(len(panels), width=5.0, height=4.0)
     parts = [p for p in list(PARTS.values()) + ["other"]]
@@ -208,7 +209,7 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
     ok = cost[np.isfinite(cost["time_to_threshold_s"].astype(float))]
     if ok.empty:
         lines = [f"{r.algorithm} {r.env} {r.config}: {r.note}" for r in cost.itertuples()][:6]
-        return _empty(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+        return empty_figure(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
     panels = _panels(ok)
     fig, axes = _grid(len(panels))
     currency = cost["currency"].iloc[0]
@@ -290,7 +291,7 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
     drawn: list[dict] = []
     data = schedules[np.isfinite(schedules["rr_speedup"].astype(float))]
     if data.empty:
-        _empty(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
+        empty_figure(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
                          "update schedule with its 1-runner baseline.")
         return pd.DataFrame(drawn, columns=["panel", "series", "workers", "speedup"])
     panels = [(k, g) for k, g in data.groupby(["algorithm", "env", "gpu"], sort=True)]
