@@ -12,6 +12,7 @@ rule plot_rewards:
             caption="../report/reward_curves.rst",
             category="Learning",
         ),
+        csv=ROOT + "/figures/reward_curves.csv",  # the plotted data (source data)
     params:
         experiments=experiments_of(LEARNING_RUNS),
     envmodules:
@@ -38,6 +39,7 @@ def _figure(name):
         output_key(name, "pdf"): stem + ".pdf",
         output_key(name, "png"): report(stem + ".png", caption=f"../report/{name}.rst",
                                         category=FIGURE_CATEGORY[name], subcategory="Figures"),
+        output_key(name, "csv"): stem + ".csv",  # the plotted data (source data)
     }
 
 

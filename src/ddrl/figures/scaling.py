@@ -89,11 +89,12 @@ def _fit_row(amdahl: pd.DataFrame, key: tuple, gpu: int):
     return m.iloc[0] if len(m) else None
 
 
-def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Median steady-state iteration time vs workers, log-log, IQR bars, ideal 1/n, Amdahl fit."""
     data = speedup[np.isfinite(speedup["iter_time_s"].astype(float))]
     if data.empty:
-        return empty_figure(pdf, png, "No configuration has steady-state iterations to plot.")
+        empty_figure(pdf, png, "No configuration has steady-state iterations to plot.")
+        return pd.DataFrame()
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -127,14 +128,16 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
     fig.suptitle("Training iteration time by number of workers (thesis Figs 15-20)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Speedup vs workers with its 95% bootstrap interval, the ideal line and the Amdahl fit."""
     data = speedup[np.isfinite(speedup["speedup"].astype(float))]
     if data.empty:
         notes = sorted(set(speedup["note"].dropna()) - {""})
-        return empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+        empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+        return pd.DataFrame()
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -167,14 +170,16 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> Non
     fig.suptitle("Speedup by number of workers", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
+def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Stacked bars: median seconds per iteration by task, per worker count, CPU and GPU."""
     data = breakdown[np.isfinite(breakdown["sampling_share"].astype(float))]
     if data.empty:
         notes = sorted(set(breakdown["note"].dropna()) - {""})
-        return empty_figure(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+        empty_figure(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+        return pd.DataFrame()
     panels = [((*k, gpu), g) for k, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
     fig, axes = _grid(len(panels), width=5.0, height=4.0)
     parts = [p for p in list(PARTS.values()) + ["other"]]
@@ -202,14 +207,16 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
     fig.suptitle("Training iteration time by task (thesis Figs 21-22)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
+def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Time against cost to reach each env's return threshold; the Pareto front joined."""
     ok = cost[np.isfinite(cost["time_to_threshold_s"].astype(float))]
     if ok.empty:
         lines = [f"{r.algorithm} {r.env} {r.config}: {r.note}" for r in cost.itertuples()][:6]
-        return empty_figure(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+        empty_figure(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+        return pd.DataFrame()
     panels = _panels(ok)
     fig, axes = _grid(len(panels))
     currency = cost["currency"].iloc[0]
@@ -234,9 +241,10 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
     fig.suptitle("Time and cost to reach the return threshold", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return ok
 
 
-def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
+def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Per algorithm: the thesis's speedups (open) and ours (filled), CPU and GPU."""
     algos = sorted(comparison["algorithm"].unique())
     fig, axes = _grid(len(algos))
@@ -268,6 +276,7 @@ def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
                  fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return comparison
 
 
 SCHEDULE_STYLE = {  # update_schedules.csv column -> (label, style)
@@ -335,11 +344,15 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
     return pd.DataFrame(drawn)
 
 
-def reward_figures(progress: pd.DataFrame, outputs: dict[str, tuple[Path, Path]]) -> None:
-    """Figs 12-14: one panel per algorithm, against env steps and against training time."""
+def reward_figures(progress: pd.DataFrame,
+                   outputs: dict[str, tuple[Path, Path]]) -> dict[str, pd.DataFrame]:
+    """Figs 12-14: one panel per algorithm, against env steps and against training time.
+    Returns each figure's plotted data by name."""
     # One panel per algorithm and env: returns of different envs do not share a scale.
     progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
-    pdf, png = outputs["fig12-14_reward_curves"]
-    reward_curves(progress, pdf, png, x="env_steps", panel="task", hue="algorithm")
-    pdf, png = outputs["fig12-14_reward_curves_wallclock"]
-    reward_curves(progress, pdf, png, x="time_total_s", panel="task", hue="algorithm")
+    drawn = {}
+    for name, x in (("fig12-14_reward_curves", "env_steps"),
+                    ("fig12-14_reward_curves_wallclock", "time_total_s")):
+        pdf, png = outputs[name]
+        drawn[name] = reward_curves(progress, pdf, png, x=x, panel="task", hue="algorithm")
+    return drawn

@@ -194,6 +194,11 @@ def test_every_figure_is_drawn_from_the_tables(tmp_path):
     for pdf, png in out.values():
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 3000, pdf
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10000, png
+    # Each figure's plotted data lies next to it: the speedup figure shows every worker count.
+    speedup = pd.read_csv(tmp_path / "fig" / "fig15-20_speedup.csv")
+    assert sorted(set(speedup["workers"])) == [1, 2, 4] and set(speedup["gpu"]) == {0, 1}
+    rewards = pd.read_csv(tmp_path / "fig" / "fig12-14_reward_curves.csv")
+    assert set(rewards["run_id"]) == {d.name for d in dirs}
 
 
 # ----------------------------------------------------------------- cost
