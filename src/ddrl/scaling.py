@@ -103,6 +103,11 @@ def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
             num_cpus_per_env_runner=int(res.get("num_cpus_per_env_runner", 1)),
             num_gpus_per_learner=int(res.get("num_gpus_per_learner", 0)),
             nodes=int(res.get("nodes", 1)),
+            # The run's own stop rule (budget.return_threshold), read by the cost table.
+            budget_return_threshold=float(spec.get("budget", {}).get("return_threshold",
+                                                                     math.nan)),
+            budget_return_window=int(spec.get("budget", {}).get("return_window", 0)),
+            stop_reason=record.get("result", {}).get("stop_reason"),
             hostname=host.get("hostname"),
             cpu_model=host.get("cpu_model"),
             cpu_count=host.get("cpu_count"),

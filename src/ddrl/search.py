@@ -40,6 +40,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import jsonschema
 
 from ddrl.errors import ConfigError, DdrlError
+from ddrl.training.stop import with_defaults as budget_with_defaults
 
 RANGE_KINDS = ("uniform", "loguniform", "randint")
 SIGNIFICANT_DIGITS = 6
@@ -296,7 +297,7 @@ def parse_searches(config: Mapping[str, Any], source: str = "config") -> list[Se
             id=sid, kind=entry.get("kind", "grid"), algorithm=algo.name, env=entry["env"],
             seeds=tuple(entry.get("seeds", [0])), dimensions=dims, fixed=fixed,
             num_samples=entry.get("num_samples", 1), sampler_seed=entry.get("seed", 0),
-            metric=metric, budget=dict(entry["budget"]),
+            metric=metric, budget=budget_with_defaults(entry["budget"]),
             resources={**defaults, **entry.get("resources", {})},
             checkpoint_every=entry.get("checkpoint_every", config.get("checkpoint_every", 10)),
             env_config=dict(entry.get("env_config", {})),

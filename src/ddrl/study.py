@@ -18,6 +18,8 @@ from ddrl.algorithms import get_algorithm
 from ddrl.envs import check_env_id
 from ddrl.errors import ConfigError
 from ddrl.schema import RESOURCES, config_schema
+from ddrl.training.stop import check_budget
+from ddrl.training.stop import with_defaults as budget_with_defaults
 
 HASH_LEN = 8
 
@@ -152,6 +154,9 @@ def validate_config(config: Any, source: str = "config") -> None:
                 check_env_id(env)
             except ConfigError as err:
                 raise ConfigError(f"{source}: experiments.{i}.envs: {err}") from None
+        check_budget(exp["budget"], f"{source}: experiments.{i}.budget")
+    for i, entry in enumerate(config.get("search") or []):
+        check_budget(entry["budget"], f"{source}: search.{i}.budget")
 
 
 def _resources_with_defaults(res: Mapping[str, Any]) -> dict[str, int]:
@@ -188,7 +193,7 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
                 env=env,
                 seed=seed,
                 resources=_resources_with_defaults(res),
-                budget=dict(exp["budget"]),
+                budget=budget_with_defaults(exp["budget"]),
                 hyperparameters=hp,
                 checkpoint_every=exp.get("checkpoint_every", config.get("checkpoint_every", 10)),
                 env_config=dict(exp.get("env_config", {})),

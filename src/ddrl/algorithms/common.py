@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddrl.envs import rllib_env_id
+from ddrl.training.stop import return_window
 
 
 def apply_run_settings(config: Any, spec: Any) -> Any:
@@ -28,6 +29,9 @@ def apply_run_settings(config: Any, spec: Any) -> Any:
             delay_between_env_runner_restarts_s=spec.fault_tolerance["restart_delay_s"],
         )
         .debugging(seed=spec.seed, log_level="WARN")
+        # The episodes episode_return_mean averages over: budget.return_window, stated
+        # explicitly (ddrl.training.stop), 100 (RLlib's default) when unset.
+        .reporting(metrics_num_episodes_for_smoothing=return_window(spec.budget))
     )
     return config
 
