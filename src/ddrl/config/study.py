@@ -18,6 +18,7 @@ from ddrl.config.schema import config_schema
 from ddrl.config.search_space import Search, attach_searches, best_hyperparameters
 from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
+from ddrl.runs import budget_with_defaults, check_budget
 
 __all__ = ["Experiment", "RunSpec", "Study", "expand_runs", "load_yaml", "validate_config"]
 
@@ -91,6 +92,9 @@ def validate_config(config: Any, source: str = "config") -> None:
                 check_env_id(env)
             except ConfigError as err:
                 raise ConfigError(f"{source}: experiments.{i}.envs: {err}") from None
+        check_budget(exp["budget"], f"{source}: experiments.{i}.budget")
+    for i, entry in enumerate(config.get("search") or []):
+        check_budget(entry["budget"], f"{source}: search.{i}.budget")
 
 
 def expand_runs(config: Mapping[str, Any], source: str = "config",
@@ -118,7 +122,7 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
             hp = algo_spec.resolve({**study_hp.get(algo, {}), **best_hp.get(algo, {}),
                                     **exp_hp.get(algo, {})})
             spec = defaults.run_spec(
-                algorithm=algo, env=env, seed=seed, resources=res, budget=exp["budget"],
+                algorithm=algo, env=env, seed=seed, resources=res, budget=budget_with_defaults(exp["budget"]),
                 hyperparameters=hp, checkpoint_every=exp.get("checkpoint_every"),
                 env_config=exp.get("env_config"),
             )
