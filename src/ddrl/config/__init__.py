@@ -1,0 +1,1 @@
+"""Config: the study file, its schema, search spaces, env ids and the config sections of each stage."""

@@ -1,0 +1,1 @@
+"""Training: the train loop, checkpoints, progress, env-runner faults, Ray runtime, provenance."""
