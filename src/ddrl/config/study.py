@@ -97,6 +97,21 @@ def validate_config(config: Any, source: str = "config") -> None:
         check_budget(entry["budget"], f"{source}: search.{i}.budget")
 
 
+def check_run(where: str, spec: RunSpec) -> None:
+    """What a job would find minutes in: the env's spaces against the algorithm, and
+    contradictions between hyperparameters, resources and budget (ddrl.config)."""
+    from ddrl.config.relations import check_relations
+    from ddrl.config.spaces import check_algorithm_spaces, env_spaces
+
+    try:
+        spaces = env_spaces(spec.env, spec.env_config)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    check_algorithm_spaces(spec.algorithm, spec.env, spaces, spec.hyperparameters, where)
+    check_relations(where, spec.algorithm, spec.hyperparameters, spec.resources, spec.budget)
+
+
+
 def expand_runs(config: Mapping[str, Any], source: str = "config",
                 inputs: dict[str, list[str]] | None = None,
                 experiment_of: dict[str, str] | None = None) -> dict[str, RunSpec]:
@@ -127,6 +142,7 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
                 env_config=exp.get("env_config"),
             )
             where = f"experiments.{i}"
+            check_run(f"{source}: {where} ({algo} on {env})", spec)
             if spec.run_id in runs:
                 raise ConfigError(
                     f"{source}: duplicate run {spec.run_id} ({algo}, {env}, seed {seed}, "
