@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scaling_fixtures import amdahl_study  # noqa: E402
+from helpers.scaling_fixtures import amdahl_study  # noqa: E402
 
 import atomic_writer  # noqa: E402
 from ddrl import atomic  # noqa: E402
@@ -27,7 +27,8 @@ from ddrl.agents.evaluate import write_returns_table  # noqa: E402
 from ddrl.figures.scaling import FIGURES  # noqa: E402
 from ddrl.figures.learning import reward_curves  # noqa: E402
 from ddrl.analysis.results import load_progress  # noqa: E402
-from ddrl.analysis.scaling_stage import cost_stage, figures_stage, provenance_table, scaling_stage  # noqa: E402
+from ddrl.analysis.scaling_stage import cost_stage, provenance_table, scaling_stage  # noqa: E402
+from ddrl.figures.stage import figures_stage  # noqa: E402
 
 
 @pytest.fixture(scope="module")
