@@ -93,11 +93,20 @@ def export_policy(policy: Any, out: str | Path) -> dict[str, Any]:
     return meta
 
 
-def export_run(spec: Any, run_dir: str | Path, out: str | Path) -> dict[str, Any]:
-    """Export a run's final checkpoint to ``out`` (``policy.pt``)."""
+def export_run(spec: Any, run_dir: str | Path, out: str | Path, checkpoint: str | None = None,
+               onnx_out: str | Path | None = None) -> dict[str, Any]:
+    """Export a run's checkpoint (``checkpoint``: final (default), best or a folder) to ``out``
+    (``policy.pt``) and, with ``onnx_out``, to ONNX as well."""
+    from ddrl.agents.best import select_checkpoint
     from ddrl.policy import load_run_policy
 
-    return export_policy(load_run_policy(spec, run_dir), out)
+    policy = load_run_policy(spec, run_dir, select_checkpoint(run_dir, spec.run_id, checkpoint))
+    meta = export_policy(policy, out)
+    if onnx_out:
+        from ddrl.agents.onnx_export import export_onnx
+
+        export_onnx(policy, onnx_out)
+    return meta
 
 
 def load_exported(path: str | Path) -> tuple[Any, dict[str, Any]]:

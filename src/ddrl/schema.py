@@ -11,7 +11,7 @@ from typing import Any
 
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
-from ddrl.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
+from ddrl.eval_config import EVALUATION_SCHEMA, EXPORT_SCHEMA, RENDER_SCHEMA
 from ddrl.scaling_config import COST_SCHEMA, SCALING_SCHEMA
 from ddrl.slurm import SOFTWARE_SCHEMA
 
@@ -199,6 +199,7 @@ def config_schema() -> dict[str, Any]:
             "scaling": SCALING_SCHEMA,
             "cost": COST_SCHEMA,
             "render": RENDER_SCHEMA,
+            "export": EXPORT_SCHEMA,
             "search": search_schema(),
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,

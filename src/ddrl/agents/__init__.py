@@ -1,0 +1,1 @@
+"""Trained agents: policy restore, evaluation, rendering, export."""

@@ -1,0 +1,1 @@
+"""Training: the train loop, checkpoints, progress, tracking, study status."""
