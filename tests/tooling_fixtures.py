@@ -1,5 +1,5 @@
 """One tiny trained PPO run (3 iterations of 200 env steps, every checkpoint kept, an
-eval_curve.csv), shared by the tests of render/export/ONNX/status/tracking. Import the
+eval_curve.csv, TensorBoard + MLflow (sqlite) + W&B (offline) tracking), shared by the tests of render/export/ONNX/status/tracking. Import the
 fixture into a test module with ``from tooling_fixtures import tiny_run  # noqa: F401``."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def ddrl_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complete
     """``python -m ddrl ARGS`` in ``cwd``; the finished process."""
     return subprocess.run([sys.executable, "-m", "ddrl", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout,
-                          env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+                          env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "WANDB_MODE": "offline"})
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +50,10 @@ def tiny_run(tmp_path_factory) -> TinyRun:
 
     root = tmp_path_factory.mktemp("tiny_run")
     config = root / "tiny1.yaml"
-    config.write_text(yaml.safe_dump(TINY_RUN_CONFIG, sort_keys=False))
+    # Every tracking sink on, all local: an sqlite MLflow store, W&B offline.
+    tracking = {"mlflow": {"enabled": True, "tracking_uri": f"sqlite:///{root}/mlflow.db"},
+                "wandb": {"enabled": True, "mode": "offline"}}
+    config.write_text(yaml.safe_dump({**TINY_RUN_CONFIG, "tracking": tracking}, sort_keys=False))
     study = Study.from_file(config, results_dir=root / "results")
     (run_id, spec), = study.runs.items()
     proc = ddrl_cli("train", "--config", str(config), "--run-id", run_id,

@@ -42,14 +42,17 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from ddrl.train import train_run
+    from ddrl.train import keep_checkpoints, train_run
+    from ddrl.training.tracking import tracking_settings
 
     spec, study = _run_spec(args)
     if args.out:
         out = Path(args.out)
     else:
         out = study.run_dir(spec.run_id) if study else Path(f"results/runs/{spec.run_id}")
-    train_run(spec, out, ray_address=args.address)
+    config = study.config if study else None
+    train_run(spec, out, ray_address=args.address, keep_checkpoints=keep_checkpoints(config),
+              tracking=tracking_settings(config))
     return 0
 
 

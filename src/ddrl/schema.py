@@ -12,6 +12,7 @@ from typing import Any
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
 from ddrl.eval_config import EVALUATION_SCHEMA, EXPORT_SCHEMA, RENDER_SCHEMA
+from ddrl.training.tracking import TRACKING_SCHEMA
 from ddrl.scaling_config import COST_SCHEMA, SCALING_SCHEMA
 from ddrl.slurm import SOFTWARE_SCHEMA
 
@@ -200,6 +201,7 @@ def config_schema() -> dict[str, Any]:
             "cost": COST_SCHEMA,
             "render": RENDER_SCHEMA,
             "export": EXPORT_SCHEMA,
+            "tracking": TRACKING_SCHEMA,
             "search": search_schema(),
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,

@@ -29,6 +29,7 @@ from ddrl.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.runtime import learner_threads, ray_session
 from ddrl.slurm import env_runner_placement
 from ddrl.study import RunSpec
+from ddrl.training.tracking import Tracker
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
@@ -134,8 +135,10 @@ def train_run(
     keep_checkpoints: int = KEEP_CHECKPOINTS,
     print_fn: Callable[[str], None] = print,
     on_iteration: Callable[[dict[str, Any]], None] | None = None,
+    tracking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``spec`` into ``run_dir``, resuming if an earlier attempt left checkpoints.
+    ``tracking``: :func:`ddrl.training.tracking.tracking_settings` (default: TensorBoard only).
 
     Returns the content of ``run.json``.
     """
@@ -151,8 +154,9 @@ def train_run(
     resume = checkpoints.latest_valid(ckpt_root, run_id)
     sessions = int(max((float(r["session"]) for r in progress.rows), default=-1)) + 1
     meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
+    tracker = Tracker(tracking, spec, run_dir, int(resume[1]["env_steps"]) if resume else 0)
 
-    with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
+    with tracker, ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
             learner_threads(), _StopFlag() as stop:
         try:
             algo = config.build_algo()
@@ -187,6 +191,7 @@ def train_run(
                 env_steps = row["env_steps"]
                 progress.append(row)
                 print_fn(progress_line(run_id, spec, row, progress.rows))
+                tracker.log(row)
                 if on_iteration:
                     on_iteration(row)
                 faults.check_env_runners(algo, spec.env,
