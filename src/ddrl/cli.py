@@ -32,6 +32,18 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_status(args: argparse.Namespace) -> int:
+    from ddrl.study import Study
+    from ddrl.training import status
+
+    if args.stale_after <= 0:
+        raise DdrlError(f"--stale-after must be a positive number of seconds, got {args.stale_after}")
+    study = Study.from_file(args.config, results_dir=args.results)
+    statuses = status.study_status(study, args.directory, stale_after_s=args.stale_after)
+    print(status.as_json(statuses) if args.json else status.format_table(study.name, statuses))
+    return 0
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     from ddrl.schema import config_schema
 
@@ -226,6 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list the run ids of a study")
     p.add_argument("config")
     p.set_defaults(func=_cmd_runs)
+
+    p = sub.add_parser("status", help="done/running/failed/pending per run, with an ETA")
+    p.add_argument("config")
+    p.add_argument("--results", default="results", help="results root (default: results)")
+    p.add_argument("--directory", default=".",
+                   help="the workflow's working directory (where .snakemake/ is; default: .)")
+    p.add_argument("--stale-after", type=float, default=900.0,
+                   help="seconds without progress after which a started run counts as failed "
+                        "(default 900; at least 3 iterations)")
+    p.add_argument("--json", action="store_true", help="one JSON record per run")
+    p.set_defaults(func=_cmd_status)
 
     p = sub.add_parser("schema", help="print the config JSON schema as YAML")
     p.set_defaults(func=_cmd_schema)
