@@ -17,6 +17,8 @@ rule cost:
         *ENVMODULES,
     log:
         ROOT + "/logs/cost.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/cost.py"
 

@@ -20,6 +20,8 @@ rule export:
     threads: 1
     log:
         ROOT + "/logs/export/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/export.py"
 

@@ -16,6 +16,8 @@ rule plot_rewards:
         *ENVMODULES,
     log:
         ROOT + "/logs/plot_rewards.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/plot_rewards.py"
 
@@ -53,6 +55,8 @@ rule plot_scaling:
         *ENVMODULES,
     log:
         ROOT + "/logs/plot_scaling.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/plot_scaling.py"
 

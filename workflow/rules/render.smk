@@ -31,6 +31,8 @@ rule render:
     threads: 1
     log:
         ROOT + "/logs/render/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/render.py"
 

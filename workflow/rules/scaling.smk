@@ -30,6 +30,8 @@ rule scaling:
         *ENVMODULES,
     log:
         ROOT + "/logs/scaling.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/scaling.py"
 
