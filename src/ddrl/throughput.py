@@ -14,6 +14,8 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     Returns env steps, seconds, env steps/s, iterations, and the last iteration's timers
     (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.train``).
     """
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
     from ddrl.progress import use_per_iteration_timers
     from ddrl.runtime import learner_threads, ray_session
     from ddrl.train import build_algorithm_config
@@ -24,11 +26,11 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
         try:
             done = 0
             while done < warmup_steps:
-                done = int(algo.train()["num_env_steps_sampled_lifetime"])
+                done = int(algo.train()[NUM_ENV_STEPS_SAMPLED_LIFETIME])
             start, t0, iters, timers = done, time.perf_counter(), 0, {}
             while done - start < timed_steps:
                 result = algo.train()
-                done = int(result["num_env_steps_sampled_lifetime"])
+                done = int(result[NUM_ENV_STEPS_SAMPLED_LIFETIME])
                 iters += 1
                 timers = result.get("timers", {})
             elapsed = time.perf_counter() - t0
