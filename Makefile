@@ -7,7 +7,7 @@ PROFILE ?= profiles/local
 CONFIG  ?= config/config.yaml
 STUDY   ?= $(shell sed -n 's/^study:[[:space:]]*\([A-Za-z0-9_.-]*\).*/\1/p' $(CONFIG))
 
-.PHONY: run test report dry-run clean-venv
+.PHONY: run test lint report dry-run clean-venv
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# snakemake --lint (only the exceptions documented in tests/test_workflow_lint.py) and the
+# packaging checks (environment.yml against pyproject.toml and the lock).
+lint: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_workflow_lint.py tests/test_packaging.py
 
 report: $(STAMP)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html

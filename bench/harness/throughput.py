@@ -16,6 +16,8 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     for PPO), and the last iteration's timers
     (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.training.train``).
     """
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
     from ddrl.training.progress import use_per_iteration_timers
     from ddrl.training.runtime import learner_threads, ray_session
     from ddrl.training.train import build_algorithm_config
@@ -26,11 +28,11 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
         try:
             done = 0
             while done < warmup_steps:
-                done = int(algo.train()["num_env_steps_sampled_lifetime"])
+                done = int(algo.train()[NUM_ENV_STEPS_SAMPLED_LIFETIME])
             start, t0, iters, timers, updates = done, time.perf_counter(), 0, {}, 0.0
             while done - start < timed_steps:
                 result = algo.train()
-                done = int(result["num_env_steps_sampled_lifetime"])
+                done = int(result[NUM_ENV_STEPS_SAMPLED_LIFETIME])
                 iters += 1
                 timers = result.get("timers", {})
                 # Off-policy runs count their gradient updates (ddrl.algorithms.offpolicy).

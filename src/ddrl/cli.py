@@ -1,4 +1,5 @@
-"""``ddrl`` command line: validate a study, list its runs, train one run, print the schema."""
+"""``ddrl`` command line: validate a study, list its runs and their status, train, evaluate,
+render and export one run, print the schema."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_status(args: argparse.Namespace) -> int:
+    from ddrl.config.study import Study
+    from ddrl.training import status
+
+    if args.stale_after <= 0:
+        raise DdrlError(f"--stale-after must be a positive number of seconds, got {args.stale_after}")
+    study = Study.from_file(args.config, results_dir=args.results)
+    statuses = status.study_status(study, args.directory, stale_after_s=args.stale_after)
+    print(status.as_json(statuses) if args.json else status.format_table(study.name, statuses))
+    return 0
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     from ddrl.config.schema import config_schema
 
@@ -47,14 +60,17 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from ddrl.training.train import train_run
+    from ddrl.training.train import keep_checkpoints, train_run
+    from ddrl.training.tracking import tracking_settings
 
     spec, study = _run_spec(args)
     if args.out:
         out = Path(args.out)
     else:
         out = study.run_dir(spec.run_id) if study else Path(f"results/runs/{spec.run_id}")
-    train_run(spec, out, ray_address=args.address)
+    config = study.config if study else None
+    train_run(spec, out, ray_address=args.address, keep_checkpoints=keep_checkpoints(config),
+              tracking=tracking_settings(config))
     return 0
 
 
@@ -90,6 +106,58 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         atomic.write_json(args.out, record)
     print(f"{spec.run_id}: return {record['return_mean']:.2f} +- {record['return_std']:.2f} "
           f"over {record['episodes']} episode(s)")
+    return 0
+
+
+def _run_dir(args: argparse.Namespace, spec, study) -> Path:
+    if args.run_dir:
+        return Path(args.run_dir)
+    return study.run_dir(spec.run_id) if study else Path(f"results/runs/{spec.run_id}")
+
+
+def _checkpoint_choice(args: argparse.Namespace, study, section: str) -> str:
+    """--checkpoint, else the study's ``<section>.checkpoint`` (final by default)."""
+    if args.checkpoint:
+        return args.checkpoint
+    if study is None:
+        return "final"
+    from ddrl.config.eval_config import export_settings, render_settings
+
+    settings = render_settings if section == "render" else export_settings
+    return settings(study.config)["checkpoint"]
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from ddrl.config.eval_config import render_settings
+    from ddrl.agents.render import render_run
+
+    spec, study = _run_spec(args)
+    run_dir = _run_dir(args, spec, study)
+    settings = {**render_settings(study.config if study else None),
+                "checkpoint": _checkpoint_choice(args, study, "render")}
+    if args.episodes:
+        settings["episodes"] = args.episodes
+    out = Path(args.out_dir) if args.out_dir else run_dir
+    info = render_run(spec, run_dir, settings, out / "video.mp4", out / "video.gif",
+                      out / "frames.png")
+    print(f"{spec.run_id}: rendered iteration {info['iteration']} ({info['frames']} frames, "
+          f"returns {info['returns']}) into {out}/video.mp4, video.gif, frames.png")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ddrl.config.eval_config import export_settings
+    from ddrl.agents.export import export_run
+
+    spec, study = _run_spec(args)
+    run_dir = _run_dir(args, spec, study)
+    onnx = args.onnx or (study is not None and export_settings(study.config)["onnx"])
+    out = Path(args.out) if args.out else run_dir / "policy.pt"
+    onnx_out = out.with_suffix(".onnx") if onnx else None
+    meta = export_run(spec, run_dir, out, checkpoint=_checkpoint_choice(args, study, "export"),
+                      onnx_out=onnx_out)
+    print(f"{spec.run_id}: exported iteration {meta['checkpoint_iteration']} to {out}"
+          + (f" and {onnx_out}" if onnx_out else ""))
     return 0
 
 
@@ -153,9 +221,21 @@ def _add_run_selector(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", help="results root (default: results)")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import ddrl
+
+    try:
+        return version("ddrl")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, not installed
+        return ddrl.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ddrl", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate", help="check a study config: schema, env spaces vs "
@@ -169,6 +249,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list the run ids of a study")
     p.add_argument("config")
     p.set_defaults(func=_cmd_runs)
+
+    p = sub.add_parser("status", help="done/running/failed/pending per run, with an ETA")
+    p.add_argument("config")
+    p.add_argument("--results", default="results", help="results root (default: results)")
+    p.add_argument("--directory", default=".",
+                   help="the workflow's working directory (where .snakemake/ is; default: .)")
+    p.add_argument("--stale-after", type=float, default=900.0,
+                   help="seconds without progress after which a started run counts as failed "
+                        "(default 900; at least 3 iterations)")
+    p.add_argument("--json", action="store_true", help="one JSON record per run")
+    p.set_defaults(func=_cmd_status)
 
     p = sub.add_parser("schema", help="print the config JSON schema as YAML")
     p.set_defaults(func=_cmd_schema)
@@ -186,6 +277,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--out", help="write the record here as JSON (atomically)")
     p.set_defaults(func=_cmd_evaluate)
+
+    checkpoint_help = ("final, best (highest return_mean in eval_curve.csv) or a checkpoint "
+                       "folder (default: the study's {}.checkpoint, else final)")
+    p = sub.add_parser("render", help="render a run's agent: video.mp4, video.gif, frames.png")
+    _add_run_selector(p)
+    p.add_argument("--run-dir", help="run folder (default: results/<study>/runs/<run_id>)")
+    p.add_argument("--checkpoint", help=checkpoint_help.format("render"))
+    p.add_argument("--episodes", type=int, help="episodes to record (default: render.episodes)")
+    p.add_argument("--out-dir", help="where the videos go (default: the run folder)")
+    p.set_defaults(func=_cmd_render)
+
+    p = sub.add_parser("export", help="export a run's policy: policy.pt (TorchScript), "
+                                      "optionally policy.onnx")
+    _add_run_selector(p)
+    p.add_argument("--run-dir", help="run folder (default: results/<study>/runs/<run_id>)")
+    p.add_argument("--checkpoint", help=checkpoint_help.format("export"))
+    p.add_argument("--out", help="policy.pt path (default: <run folder>/policy.pt)")
+    p.add_argument("--onnx", action="store_true",
+                   help="also write policy.onnx beside it (default: the study's export.onnx)")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("slurm-check", help="check a study's training jobs against the Slurm "
                                            "cluster (partition, node sizes) before submitting")
@@ -219,10 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RUN_COMMANDS = ("train", "evaluate", "render", "export")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "config", None) and args.command in ("train", "evaluate") and not args.run_id:
+    if getattr(args, "config", None) and args.command in RUN_COMMANDS and not args.run_id:
         parser.error(f"{args.command} --config needs --run-id")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

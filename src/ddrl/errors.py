@@ -19,3 +19,7 @@ class OutputError(DdrlError, OSError):
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()
+
+
+class TrainingInterrupted(DdrlError):
+    """SIGTERM arrived (Slurm time limit, preemption); a checkpoint was written."""

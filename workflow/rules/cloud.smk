@@ -14,5 +14,7 @@ rule deploy:
     log:
         ROOT + "/logs/deploy/{run_id}.log",
     localrule: True
+    conda:
+        CONDA_ENV
     script:
         "../scripts/deploy.py"

@@ -74,6 +74,11 @@ def run_runtime(wildcards, attempt):
     return ddrl_slurm.runtime_min(RUNS[wildcards.run_id], attempt)
 
 
+# Software for --sdm conda: one env for every rule (conda: CONDA_ENV), pinned like
+# environment.yml; its post-deploy script installs this checkout's ddrl into it.
+CONDA_ENV = "../envs/ddrl.yaml"
+os.environ.setdefault("DDRL_SOURCE", str(Path(workflow.basedir).parent))
+
 # Software on a cluster (config `software:`): modules for --sdm env-modules, an image for
 # --sdm apptainer. Both are ignored unless that deployment method is asked for.
 ENVMODULES = config.get("software", {}).get("envmodules", [])

@@ -18,6 +18,8 @@ rule cost:
         *ENVMODULES,
     log:
         ROOT + "/logs/cost.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/cost.py"
 

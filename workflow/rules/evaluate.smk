@@ -17,6 +17,8 @@ rule evaluate:
     threads: 1
     log:
         ROOT + "/logs/evaluate/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/evaluate.py"
 
@@ -33,6 +35,8 @@ rule evaluate_curve:
     threads: 1
     log:
         ROOT + "/logs/evaluate_curve/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/evaluate_curve.py"
 
@@ -50,6 +54,8 @@ rule returns_table:
         md=ROOT + "/tables/returns.md",
     log:
         ROOT + "/logs/returns_table.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/returns_table.py"
 

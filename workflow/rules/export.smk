@@ -1,20 +1,31 @@
 # Each run's deterministic policy as TorchScript (policy.pt): observation filter included,
-# torch only at inference time. The AWS serving entry loads this file.
+# torch only at inference time. The AWS serving entry loads this file. `export:` in the
+# config picks the checkpoint (final or best by eval_curve.csv) and adds policy.onnx.
+from ddrl.config.eval_config import export_settings
+
+EXPORT = export_settings(config)
 
 
 rule export:
     input:
         run=RUN_DIR + "/run.json",
         checkpoint=RUN_DIR + "/checkpoint",
+        curve=[RUN_DIR + "/eval_curve.csv"] if EXPORT["checkpoint"] == "best" else [],
     output:
         RUN_DIR + "/policy.pt",
+        *([RUN_DIR + "/policy.onnx"] if EXPORT["onnx"] else []),
     params:
         spec=run_spec,
+        export=EXPORT,
     threads: 1
     log:
         ROOT + "/logs/export/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/export.py"
 
 
 TARGETS.extend(run_files("policy.pt", runs_with("policy")))
+if EXPORT["onnx"]:
+    TARGETS.extend(run_files("policy.onnx", runs_with("policy")))

@@ -19,6 +19,8 @@ rule plot_rewards:
         *ENVMODULES,
     log:
         ROOT + "/logs/plot_rewards.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/plot_rewards.py"
 
@@ -61,6 +63,8 @@ rule plot_scaling:
         *ENVMODULES,
     log:
         ROOT + "/logs/plot_scaling.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/plot_scaling.py"
 

@@ -8,6 +8,7 @@ rule render:
     input:
         run=RUN_DIR + "/run.json",
         checkpoint=RUN_DIR + "/checkpoint",
+        curve=[RUN_DIR + "/eval_curve.csv"] if RENDER["checkpoint"] == "best" else [],
     output:
         mp4=report(
             RUN_DIR + "/video.mp4",
@@ -30,6 +31,8 @@ rule render:
     threads: 1
     log:
         ROOT + "/logs/render/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/render.py"
 

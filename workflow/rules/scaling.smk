@@ -32,6 +32,8 @@ rule scaling:
         *ENVMODULES,
     log:
         ROOT + "/logs/scaling.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/scaling.py"
 
@@ -51,6 +53,8 @@ rule learning_returns:
         experiments=experiments_of(LEARNING_RUNS),
     envmodules:
         *ENVMODULES,
+    conda:
+        CONDA_ENV
     log:
         ROOT + "/logs/learning_returns.log",
     script:

@@ -79,6 +79,8 @@ rule search_summary:
         *ENVMODULES,
     log:
         ROOT + "/logs/search/{search_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/search_summary.py"
 
@@ -98,6 +100,8 @@ rule tune:
         *ENVMODULES,
     log:
         ROOT + "/logs/tune/{search_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/tune.py"
 

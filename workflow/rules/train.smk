@@ -42,6 +42,8 @@ rule train:
         *ENVMODULES,
     log:
         ROOT + "/logs/train/{run_id}.log",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/train.py"
 

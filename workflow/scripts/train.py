@@ -8,6 +8,7 @@ from ddrl.cluster.slurm import ray_cluster
 from ddrl.snakemake_io import log_to
 from ddrl.runs import RunSpec
 from ddrl.training.train import keep_checkpoints, train_run
+from ddrl.training.tracking import tracking_settings
 
 config = snakemake.config  # noqa: F821
 with log_to(snakemake.log[0]) as echo:  # noqa: F821
@@ -22,4 +23,5 @@ with log_to(snakemake.log[0]) as echo:  # noqa: F821
     else:
         with ray_cluster(spec, run_dir / "work", print_fn=echo) as address:
             train_run(spec, run_dir, ray_address=address, print_fn=echo,
-                      keep_checkpoints=keep_checkpoints(config))
+                      keep_checkpoints=keep_checkpoints(config),
+                      tracking=tracking_settings(config))

@@ -33,29 +33,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from ddrl import atomic
 from ddrl.training import provenance
-from ddrl.errors import DdrlError
 from ddrl.runs import RunSpec
+# The exported files' shared contract (TorchScript and ONNX) lives with the restored policy.
+from ddrl.agents.policy import (  # noqa: F401
+    EXTRA_FILE,
+    FORMAT,
+    VERSION,
+    ExportError,
+    sample_observations,
+)
 
-FORMAT = "ddrl-policy"
-VERSION = 1
-EXTRA_FILE = "ddrl.json"
 CHECK_TOL = 1e-5
-
-
-class ExportError(DdrlError):
-    """The traced policy does not reproduce the restored one."""
-
-
-def sample_observations(shape: tuple[int, ...], n: int, seed: int = 0) -> np.ndarray:
-    """Observations spread over several scales (the raw env ranges are not known)."""
-    rng = np.random.default_rng(seed)
-    scale = rng.choice([0.1, 1.0, 5.0], size=(n, 1)).astype(np.float32)
-    return (rng.standard_normal((n, *shape)).astype(np.float32)
-            * scale.reshape((n,) + (1,) * len(shape)))
 
 
 def trace_policy(policy: Any) -> Any:
@@ -95,11 +86,20 @@ def export_policy(policy: Any, out: str | Path) -> dict[str, Any]:
     return meta
 
 
-def export_run(spec: RunSpec, run_dir: str | Path, out: str | Path) -> dict[str, Any]:
-    """Export a run's final checkpoint to ``out`` (``policy.pt``)."""
+def export_run(spec: Any, run_dir: str | Path, out: str | Path, checkpoint: str | None = None,
+               onnx_out: str | Path | None = None) -> dict[str, Any]:
+    """Export a run's checkpoint (``checkpoint``: final (default), best or a folder) to ``out``
+    (``policy.pt``) and, with ``onnx_out``, to ONNX as well."""
+    from ddrl.agents.best import select_checkpoint
     from ddrl.agents.policy import load_run_policy
 
-    return export_policy(load_run_policy(spec, run_dir), out)
+    policy = load_run_policy(spec, run_dir, select_checkpoint(run_dir, spec.run_id, checkpoint))
+    meta = export_policy(policy, out)
+    if onnx_out:
+        from ddrl.agents.onnx_export import export_onnx
+
+        export_onnx(policy, onnx_out)
+    return meta
 
 
 def load_exported(path: str | Path) -> tuple[Any, dict[str, Any]]:

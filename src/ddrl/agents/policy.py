@@ -38,14 +38,48 @@ from typing import Any, Callable
 import numpy as np
 
 from ddrl.training import checkpoints
-from ddrl.errors import CheckpointError, ConfigError
+from ddrl.errors import DdrlError, CheckpointError, ConfigError
 from ddrl.runs import RunSpec
 
 log = logging.getLogger(__name__)
 
-MODULE_DIR = Path("learner_group/learner/rl_module/default_policy")
-ENV_TO_MODULE_DIR = Path("env_runner/env_to_module_connector")
-MODULE_TO_ENV_DIR = Path("env_runner/module_to_env_connector")
+
+
+# What an exported policy file (policy.pt, policy.onnx) says it is, in its ddrl.json metadata.
+FORMAT = "ddrl-policy"
+VERSION = 1
+EXTRA_FILE = "ddrl.json"
+
+
+class ExportError(DdrlError):
+    """The traced policy does not reproduce the restored one."""
+
+
+def sample_observations(shape: tuple[int, ...], n: int, seed: int = 0) -> np.ndarray:
+    """Observations spread over several scales (the raw env ranges are not known)."""
+    rng = np.random.default_rng(seed)
+    scale = rng.choice([0.1, 1.0, 5.0], size=(n, 1)).astype(np.float32)
+    return (rng.standard_normal((n, *shape)).astype(np.float32)
+            * scale.reshape((n,) + (1,) * len(shape)))
+
+
+def component_dirs() -> tuple[Path, Path, Path]:
+    """(RLModule, env-to-module, module-to-env) folders inside an Algorithm checkpoint, from
+    RLlib's own component names (imported here: ray.rllib takes seconds to import)."""
+    from ray.rllib.core import (
+        COMPONENT_ENV_RUNNER,
+        COMPONENT_ENV_TO_MODULE_CONNECTOR,
+        COMPONENT_LEARNER,
+        COMPONENT_LEARNER_GROUP,
+        COMPONENT_MODULE_TO_ENV_CONNECTOR,
+        COMPONENT_RL_MODULE,
+        DEFAULT_MODULE_ID,
+    )
+
+    return (Path(COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
+                 DEFAULT_MODULE_ID),
+            Path(COMPONENT_ENV_RUNNER, COMPONENT_ENV_TO_MODULE_CONNECTOR),
+            Path(COMPONENT_ENV_RUNNER, COMPONENT_MODULE_TO_ENV_CONNECTOR))
 
 # Env-to-module pieces RLlib adds by default; they only batch and convert, hold no state.
 STATELESS_ENV_TO_MODULE = {
@@ -337,10 +371,11 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
     from ray.rllib.connectors.connector_v2 import ConnectorV2
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    module = _restore("RLModule", checkpoint / MODULE_DIR, RLModule.from_checkpoint, run_id)
-    e2m = _restore("env-to-module connector", checkpoint / ENV_TO_MODULE_DIR,
+    module_dir, e2m_dir, m2e_dir = component_dirs()
+    module = _restore("RLModule", checkpoint / module_dir, RLModule.from_checkpoint, run_id)
+    e2m = _restore("env-to-module connector", checkpoint / e2m_dir,
                    ConnectorV2.from_checkpoint, run_id)
-    m2e = _restore("module-to-env connector", checkpoint / MODULE_TO_ENV_DIR,
+    m2e = _restore("module-to-env connector", checkpoint / m2e_dir,
                    ConnectorV2.from_checkpoint, run_id)
     module.eval()
 

@@ -215,16 +215,19 @@ def write_videos(rec: Recording, settings: Mapping[str, Any], mp4: str | Path, g
 
 def render_run(spec: RunSpec, run_dir: str | Path, settings: Mapping[str, Any], mp4: str | Path,
                gif: str | Path, png: str | Path) -> dict[str, Any]:
-    """Render a run's final checkpoint; returns a summary (returns, lengths, frames)."""
+    """Render a run's checkpoint (``settings["checkpoint"]``: final, best or a folder);
+    returns a summary (returns, lengths, frames, checkpoint iteration)."""
+    from ddrl.agents.best import select_checkpoint
     from ddrl.agents.evaluate import eval_seeds
     from ddrl.agents.policy import load_run_policy
 
     settings = check_settings(settings, spec.run_id)
-    policy = load_run_policy(spec, run_dir)
+    chosen = select_checkpoint(run_dir, spec.run_id, settings.get("checkpoint"))
+    policy = load_run_policy(spec, run_dir, chosen)
     seeds = eval_seeds(spec, int(settings["episodes"]))
     rec = record(policy, settings, seeds, dict(spec.env_config))
     title = (f"{spec.algorithm} {spec.env} seed {spec.seed} | iteration {policy.iteration}, "
              f"{policy.env_steps} env steps")
     write_videos(rec, settings, mp4, gif, png, title=title)
     return {"run_id": spec.run_id, "returns": rec.returns, "lengths": rec.lengths,
-            "seeds": rec.seeds, "frames": len(rec.frames)}
+            "seeds": rec.seeds, "frames": len(rec.frames), "iteration": policy.iteration}

@@ -480,7 +480,8 @@ def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus
 
 def _refresh_ray_auth() -> None:
     """Make an already-imported Ray re-read RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH (it caches
-    both when it is imported; this is what Ray itself does when it enables token auth)."""
+    both when it is imported; this is what Ray itself does when it enables token auth).
+    Private, kept: Ray has no public call to reload its auth settings in a live process."""
     from ray._private.authentication.authentication_token_setup import AuthenticationTokenLoader
     from ray._raylet import Config
 

@@ -18,6 +18,12 @@ They do not enter run ids: changing them reruns evaluation or rendering, never t
       max_steps: null       # cut each rendered episode after this many steps (null: full)
       strip_frames: 6       # frames in frames.png
       camera: {distance: null, yaw: null, pitch: null}   # null: the env's own camera
+      checkpoint: final     # or best: highest return_mean in eval_curve.csv
+    export:
+      checkpoint: final     # which checkpoint policy.pt (and policy.onnx) hold
+      onnx: false           # also write policy.onnx (needs the onnx extra)
+
+``checkpoint: best`` needs ``evaluation.intermediate: true`` (the curve it picks from).
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ CAMERA_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+CHECKPOINT_SCHEMA: dict[str, Any] = {
+    "enum": ["final", "best"], "default": "final",
+    "description": "final: the last checkpoint; best: the highest return_mean in eval_curve.csv "
+                   "(needs evaluation.intermediate: true)",
+}
+
 EVEN_PIXELS = {"type": "integer", "minimum": 16, "maximum": 4096, "multipleOf": 2}
 
 RENDER_SCHEMA: dict[str, Any] = {
@@ -69,6 +81,18 @@ RENDER_SCHEMA: dict[str, Any] = {
                       "description": "env steps per rendered episode at most (null: all)"},
         "strip_frames": {"type": "integer", "minimum": 1, "maximum": 32, "default": 6},
         "camera": CAMERA_SCHEMA,
+        "checkpoint": CHECKPOINT_SCHEMA,
+    },
+    "additionalProperties": False,
+}
+
+EXPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The exported policy: policy.pt (TorchScript), optionally policy.onnx.",
+    "properties": {
+        "checkpoint": CHECKPOINT_SCHEMA,
+        "onnx": {"type": "boolean", "default": False,
+                 "description": "also write policy.onnx (pip install 'ddrl[onnx]')"},
     },
     "additionalProperties": False,
 }
@@ -109,4 +133,22 @@ def evaluation_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def render_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The study's ``render`` section with defaults filled in."""
-    return _merge(RENDER_SCHEMA, (config or {}).get("render"), "render")
+    return _check_best(config, _merge(RENDER_SCHEMA, (config or {}).get("render"), "render"),
+                       "render")
+
+
+def export_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The study's ``export`` section with defaults filled in."""
+    return _check_best(config, _merge(EXPORT_SCHEMA, (config or {}).get("export"), "export"),
+                       "export")
+
+
+def _check_best(config: Mapping[str, Any] | None, settings: dict[str, Any], where: str
+                ) -> dict[str, Any]:
+    if settings["checkpoint"] not in CHECKPOINT_SCHEMA["enum"]:
+        raise ConfigError(f"{where}.checkpoint: expected one of {CHECKPOINT_SCHEMA['enum']}, "
+                          f"got {settings['checkpoint']!r}")
+    if settings["checkpoint"] == "best" and not evaluation_settings(config)["intermediate"]:
+        raise ConfigError(f"{where}.checkpoint: best needs evaluation.intermediate: true "
+                          "(the best checkpoint is picked from eval_curve.csv)")
+    return settings

@@ -11,7 +11,8 @@ from typing import Any
 
 from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
-from ddrl.config.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
+from ddrl.config.eval_config import EVALUATION_SCHEMA, EXPORT_SCHEMA, RENDER_SCHEMA
+from ddrl.training.tracking import TRACKING_SCHEMA
 from ddrl.config.scaling_config import COST_SCHEMA, SCALING_SCHEMA
 from ddrl.cluster.slurm import SOFTWARE_SCHEMA
 
@@ -221,6 +222,8 @@ def config_schema() -> dict[str, Any]:
             "scaling": SCALING_SCHEMA,
             "cost": COST_SCHEMA,
             "render": RENDER_SCHEMA,
+            "export": EXPORT_SCHEMA,
+            "tracking": TRACKING_SCHEMA,
             "search": search_schema(),
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,

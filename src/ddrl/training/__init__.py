@@ -1,2 +1,2 @@
 """Training: the train loop, stop rules, checkpoints, progress, env-runner faults, Ray runtime,
-provenance."""
+provenance, tracking and study status."""

@@ -54,7 +54,9 @@ def _death(actor_id_hex: str) -> tuple[str, int | None, str | None] | None:
     import ray
 
     try:
-        return _death_of(ray._private.state.actors(actor_id_hex))  # GCS; no dashboard needed
+        # Private, kept: the public ray.util.state.get_actor goes through the dashboard, which
+        # ddrl's private Ray runs without; this reads the GCS directly.
+        return _death_of(ray._private.state.actors(actor_id_hex))
     except Exception:  # noqa: BLE001 - diagnostics must not fail the run
         return None
 
@@ -66,6 +68,7 @@ def _last_exception(pid: int | None, max_bytes: int = 200_000) -> str | None:
     try:
         import ray
 
+        # Private, kept: Ray has no public call for this node's log folder.
         logs = Path(ray._private.worker._global_node.get_logs_dir_path())
     except Exception:  # noqa: BLE001 - not a local node
         return None
@@ -91,6 +94,8 @@ def _short(cause: str) -> str:
 def check_env_runners(algo: Any, env: str, max_restarts: int) -> None:
     """Raise :class:`EnvRunnerFailure` if an env runner of ``algo`` is dead for good."""
     group = getattr(algo, "env_runner_group", None)
+    # Private, kept: EnvRunnerGroup's public calls skip dead runners; the actor handles of
+    # the dead ones are only in its worker manager.
     manager = getattr(group, "_worker_manager", None)
     if manager is None or group.num_healthy_remote_workers() == group.num_remote_workers():
         return
@@ -120,7 +125,7 @@ def startup_failure(env: str, err: BaseException) -> DdrlError | None:
         import ray
 
         job = ray.get_runtime_context().get_job_id()
-        actors = ray._private.state.actors().values()
+        actors = ray._private.state.actors().values()  # private: see _death
     except Exception:  # noqa: BLE001 - diagnostics must not hide the original error
         return None
     for info in actors:

@@ -8,6 +8,26 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    FAULT_TOLERANCE_STATS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    REPLAY_BUFFER_ADD_DATA_TIMER,
+    REPLAY_BUFFER_SAMPLE_TIMER,
+    REPLAY_BUFFER_UPDATE_PRIOS_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+from ray.tune.result import TIME_THIS_ITER_S
+
 from ddrl import atomic
 
 COLUMNS = [
@@ -34,33 +54,39 @@ COLUMNS = [
     "timestamp",
 ]
 
-# RLlib 2.60 result keys (new API stack), by column.
+
+def _key(*parts: str) -> str:
+    return "/".join(parts)
+
+
+# RLlib 2.60 result keys (new API stack), by column. The two fault-tolerance counters have
+# no constant in ray.rllib.utils.metrics (Algorithm writes them as literals).
 RESULT_KEYS = {
-    "env_steps": "num_env_steps_sampled_lifetime",
-    "env_steps_this_iter": "env_runners/num_env_steps_sampled",
+    "env_steps": NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    "env_steps_this_iter": _key(ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED),
     # ddrl's off-policy loop counts its updates (ddrl.algorithms.offpolicy.UPDATES_KEY);
     # empty for PPO, whose updates per iteration follow from its batch settings.
     "gradient_updates": "ddrl/num_gradient_updates",
     "gradient_updates_total": "ddrl/num_gradient_updates_lifetime",
-    "episode_return_mean": "env_runners/episode_return_mean",
-    "episode_return_min": "env_runners/episode_return_min",
-    "episode_return_max": "env_runners/episode_return_max",
-    "episode_len_mean": "env_runners/episode_len_mean",
-    "episodes_this_iter": "env_runners/num_episodes",
-    "time_this_iter_s": "time_this_iter_s",
-    "sample_time_s": "timers/env_runner_sampling_timer",
-    "learn_time_s": "timers/learner_update_timer",
-    "sync_weights_time_s": "timers/synch_weights",
-    "env_runner_restarts": "fault_tolerance/num_remote_worker_restarts",
-    "healthy_env_runners": "fault_tolerance/num_healthy_workers",
+    "episode_return_mean": _key(ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN),
+    "episode_return_min": _key(ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN),
+    "episode_return_max": _key(ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX),
+    "episode_len_mean": _key(ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN),
+    "episodes_this_iter": _key(ENV_RUNNER_RESULTS, NUM_EPISODES),
+    "time_this_iter_s": TIME_THIS_ITER_S,
+    "sample_time_s": _key(TIMERS, ENV_RUNNER_SAMPLING_TIMER),
+    "learn_time_s": _key(TIMERS, LEARNER_UPDATE_TIMER),
+    "sync_weights_time_s": _key(TIMERS, SYNCH_WORKER_WEIGHTS_TIMER),
+    "env_runner_restarts": _key(FAULT_TOLERANCE_STATS, "num_remote_worker_restarts"),
+    "healthy_env_runners": _key(FAULT_TOLERANCE_STATS, "num_healthy_workers"),
 }
 
 
 # Timers summed into one column (replay-buffer work of the off-policy algorithms).
 SUMMED_RESULT_KEYS = {
-    "replay_time_s": ("timers/replay_buffer_add_data_timer",
-                      "timers/replay_buffer_sampling_timer",
-                      "timers/replay_buffer_update_prios_timer"),
+    "replay_time_s": (_key(TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER),
+                      _key(TIMERS, REPLAY_BUFFER_SAMPLE_TIMER),
+                      _key(TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)),
 }
 
 # The per-iteration timers. RLlib logs them with ``log_time`` and by default reduces them

@@ -104,6 +104,7 @@ def ray_session(num_cpus: int, num_gpus: int = 0, address: str | None = None) ->
                 num_cpus=max(num_cpus, os.cpu_count() or 1),
                 num_gpus=num_gpus,
                 include_dashboard=False,
+                # Private, kept: ray.init has no public argument to keep a local Ray on loopback.
                 _node_ip_address="127.0.0.1",
                 log_to_driver=True,
                 configure_logging=True,

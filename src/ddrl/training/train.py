@@ -18,12 +18,13 @@ from typing import Any, Callable
 from ddrl import atomic
 from ddrl.training import checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
-from ddrl.errors import CheckpointError, ConfigError, DdrlError
+from ddrl.errors import CheckpointError, ConfigError, DdrlError, TrainingInterrupted  # noqa: F401
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.training.runtime import learner_threads, ray_session
 from ddrl.cluster.slurm import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
 from ddrl.training.stop import episodes_so_far, stop_reason
+from ddrl.training.tracking import Tracker
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
@@ -36,10 +37,6 @@ def keep_checkpoints(config: dict[str, Any] | None) -> int:
     from ddrl.config.eval_config import evaluation_settings
 
     return 0 if evaluation_settings(config)["intermediate"] else KEEP_CHECKPOINTS
-
-
-class TrainingInterrupted(DdrlError):
-    """SIGTERM arrived (Slurm time limit, preemption); a checkpoint was written."""
 
 
 def build_algorithm_config(spec: RunSpec) -> Any:
@@ -137,8 +134,10 @@ def train_run(
     keep_checkpoints: int = KEEP_CHECKPOINTS,
     print_fn: Callable[[str], None] = print,
     on_iteration: Callable[[dict[str, Any]], None] | None = None,
+    tracking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``spec`` into ``run_dir``, resuming if an earlier attempt left checkpoints.
+    ``tracking``: :func:`ddrl.training.tracking.tracking_settings` (default: TensorBoard only).
 
     Returns the content of ``run.json``.
     """
@@ -155,8 +154,9 @@ def train_run(
     resume = checkpoints.latest_valid(ckpt_root, run_id)
     sessions = int(max((float(r["session"]) for r in progress.rows), default=-1)) + 1
     meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
+    tracker = Tracker(tracking, spec, run_dir, int(resume[1]["env_steps"]) if resume else 0)
 
-    with ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
+    with tracker, ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
             learner_threads(), _StopFlag() as stop:
         try:
             algo = config.build_algo()
@@ -192,6 +192,7 @@ def train_run(
                 env_steps = row["env_steps"]
                 progress.append(row)
                 print_fn(progress_line(run_id, spec, row, progress.rows))
+                tracker.log(row)
                 if on_iteration:
                     on_iteration(row)
                 faults.check_env_runners(algo, spec.env,
