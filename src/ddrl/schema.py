@@ -13,7 +13,7 @@ from ddrl.algorithms import ALGORITHMS
 from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
 from ddrl.eval_config import EVALUATION_SCHEMA, RENDER_SCHEMA
 from ddrl.scaling_config import COST_SCHEMA, SCALING_SCHEMA
-from ddrl.slurm import SOFTWARE_SCHEMA
+from ddrl.slurm import SLURM_SCHEMA, SOFTWARE_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
@@ -211,6 +211,7 @@ def config_schema() -> dict[str, Any]:
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,
             "software": SOFTWARE_SCHEMA,
+            "slurm": SLURM_SCHEMA,
         },
         "required": ["study", "experiments"],
         "additionalProperties": False,
