@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -23,6 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SLURM_CONF = Path("/etc/slurm/slurm.conf")  # srun inside jobs finds it only at this path
+GRES_CONF = SLURM_CONF.parent / "gres.conf"  # slurmd reads it next to slurm.conf
+# Each node offers this many GPUs as a gres, so GPU job requests are scheduled and
+# accounted without a GPU. Slurm 22.05's slurmd drops GPUs without device files ("Removing
+# file-less GPU"), so gres.conf names stand-in device nodes: character devices 1:3, the
+# numbers of /dev/null, in the test's own folder. A CTE-POWER node has 4 GPUs.
+GPUS_PER_NODE = 4
 MARKER = "# written by ddrl tests/slurm (removed when the tests end)"
 BINARIES = ("slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol", "sinfo")
 # Private addresses for the two test nodes (created and removed by the tests).
@@ -38,8 +45,9 @@ def unavailable_reason() -> str | None:
     if missing:
         return (f"Slurm test binaries missing: {', '.join(missing)} "
                 "(apt-get install slurm-wlm iproute2; .ci/run does this)")
-    if SLURM_CONF.exists() and MARKER not in SLURM_CONF.read_text():
-        return f"{SLURM_CONF} belongs to a real Slurm installation; not overwriting it"
+    for conf in (SLURM_CONF, GRES_CONF):
+        if conf.exists() and MARKER not in conf.read_text():
+            return f"{conf} belongs to a real Slurm installation; not overwriting it"
     return None
 
 
@@ -93,6 +101,7 @@ class SlurmTestCluster:
             "SelectTypeParameters=CR_Core_Memory",
             "SchedulerType=sched/backfill",
             "MpiDefault=none",
+            "GresTypes=gpu",
             "ReturnToService=2",
             "MinJobAge=3600",      # finished jobs stay visible to scontrol for the tests
             "SlurmdParameters=config_overrides",
@@ -108,8 +117,10 @@ class SlurmTestCluster:
             f"SlurmdLogFile={r}/slurmd-%n.log",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
-            f"NodeName=n1 NodeAddr={HOST_ADDR} CPUs={self.cpus} RealMemory={self.mem_mb} State=UNKNOWN",
-            f"NodeName=n2 NodeAddr={NS_ADDR} CPUs={self.cpus} RealMemory={self.mem_mb} State=UNKNOWN",
+            f"NodeName=n1 NodeAddr={HOST_ADDR} CPUs={self.cpus} RealMemory={self.mem_mb} "
+            f"Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN",
+            f"NodeName=n2 NodeAddr={NS_ADDR} CPUs={self.cpus} RealMemory={self.mem_mb} "
+            f"Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN",
             f"PartitionName={PARTITION} Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP",
             "",
         ])
@@ -121,6 +132,8 @@ class SlurmTestCluster:
                 (self.root / d).mkdir(parents=True, exist_ok=True)
             SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
             SLURM_CONF.write_text(self.config_text())
+            GRES_CONF.write_text(f"{MARKER}\nAutoDetect=off\n"
+                                 f"Name=gpu File={self._fake_gpu_devices()}\n")
             self._spawn("slurmctld", ["slurmctld", "-D", "-c", "-f", str(SLURM_CONF)])
             self._spawn("slurmd-n1", ["slurmd", "-D", "-N", "n1", "-f", str(SLURM_CONF)])
             self._spawn("slurmd-n2", ["nsenter", f"--net=/run/netns/{self.netns}",
@@ -130,6 +143,15 @@ class SlurmTestCluster:
             self.stop()
             raise
         return self
+
+    def _fake_gpu_devices(self) -> str:
+        dev = self.root / "dev"
+        dev.mkdir(exist_ok=True)
+        for i in range(GPUS_PER_NODE):
+            path = dev / f"gpu{i}"
+            if not path.exists():
+                os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        return f"{dev}/gpu[0-{GPUS_PER_NODE - 1}]"
 
     def _network_up(self) -> None:
         a, b = self.veth
@@ -201,8 +223,9 @@ class SlurmTestCluster:
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        if SLURM_CONF.exists() and MARKER in SLURM_CONF.read_text():
-            SLURM_CONF.unlink()
+        for conf in (SLURM_CONF, GRES_CONF):
+            if conf.exists() and MARKER in conf.read_text():
+                conf.unlink()
         _run("ip", "link", "del", self.veth[0], check=False)
         _run("ip", "netns", "del", self.netns, check=False)
 

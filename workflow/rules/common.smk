@@ -66,7 +66,9 @@ def run_gpus(wildcards):
 
 def run_slurm(key):
     """Input function: one field of the run's Slurm job request (ddrl.cluster.slurm.job_request)."""
-    return lambda wildcards: ddrl_slurm.job_request(RUNS[wildcards.run_id]).as_resources()[key]
+    gpu_request = config.get("slurm", {}).get("gpu_request", "gpus")  # a profile sets gres
+    return lambda wildcards: ddrl_slurm.job_request(RUNS[wildcards.run_id]).as_resources(
+        gpu_request)[key]
 
 
 def run_runtime(wildcards, attempt):

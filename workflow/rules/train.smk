@@ -29,7 +29,10 @@ rule train:
         spec=run_spec,
     threads: train_threads
     resources:
-        gpu=run_gpus,
+        # --gpus=N or, with slurm.gpu_request: gres (profiles/slurm-cte-power), --gres=gpu:N
+        gpu=run_slurm("gpu"),
+        gres=run_slurm("gres"),
+        tasks_per_gpu=run_slurm("tasks_per_gpu"),
         # Runs are timing measurements: the local profile allows one training slot, so no
         # two runs share cores (profiles/local/config.yaml). Unlimited elsewhere.
         training_slots=1,

@@ -47,6 +47,18 @@ SOFTWARE_SCHEMA = {
     "additionalProperties": False,
 }
 
+SLURM_SCHEMA = {
+    "type": "object",
+    "description": "how training jobs ask Slurm for resources (Slurm profiles)",
+    "properties": {
+        "gpu_request": {
+            "enum": ["gpus", "gres"], "default": "gpus",
+            "description": "gpus: --gpus=N (a job total); gres: --gres=gpu:N (per node, as "
+                           "CTE-POWER's job scripts ask)"},
+    },
+    "additionalProperties": False,
+}
+
 
 # -- the job request ----------------------------------------------------------------------
 
@@ -93,9 +105,28 @@ class JobRequest:
     gpus: int                  # learner GPUs, on the first node
     runners_per_node: tuple[int, ...]
 
-    def as_resources(self) -> dict[str, int]:
-        return {"nodes": self.nodes, "tasks": self.tasks, "cpus_per_task": self.cpus_per_task,
-                "gpu": self.gpus}
+    def as_resources(self, gpu_request: str = "gpus") -> dict[str, int | str]:
+        """Snakemake resources for snakemake-executor-plugin-slurm (2.x).
+
+        ``gpu_request`` (config ``slurm.gpu_request``) says how the GPUs are asked for:
+
+        - ``gpus``: resource ``gpu`` -> ``--gpus=N`` (a job total). The plugin then also
+          adds ``--ntasks-per-gpu=<tasks>`` in place of ``--ntasks``; with one task a node
+          and one node that is one task, as wanted.
+        - ``gres``: resource ``gres`` -> ``--gres=gpu:N`` (per node), as CTE-POWER's job
+          scripts ask (``--gres=gpu:4``). ``tasks_per_gpu: 0`` keeps the plugin from adding
+          ``--ntasks-per-gpu``, which with N GPUs on each of several nodes would ask for
+          nodes x N x tasks tasks; Slurm's default, one task a node, is what ddrl starts.
+          A CPU-only run gets no ``--gres``.
+        """
+        res: dict[str, int | str] = {"nodes": self.nodes, "tasks": self.tasks,
+                                     "cpus_per_task": self.cpus_per_task}
+        if gpu_request == "gres":
+            return {**res, "gpu": 0, "gres": f"gpu:{self.gpus}" if self.gpus else "",
+                    "tasks_per_gpu": 0}
+        if gpu_request != "gpus":
+            raise ValueError(f"slurm.gpu_request: {gpu_request!r}; expected 'gpus' or 'gres'")
+        return {**res, "gpu": self.gpus, "gres": "", "tasks_per_gpu": self.tasks}
 
 
 def job_request(spec: RunSpec) -> JobRequest:

@@ -14,7 +14,7 @@ from ddrl.aws.settings import BACKEND_SCHEMA, SAGEMAKER_SCHEMA
 from ddrl.config.eval_config import EVALUATION_SCHEMA, EXPORT_SCHEMA, RENDER_SCHEMA
 from ddrl.training.tracking import TRACKING_SCHEMA
 from ddrl.config.scaling_config import COST_SCHEMA, SCALING_SCHEMA
-from ddrl.cluster.slurm import SOFTWARE_SCHEMA
+from ddrl.cluster.slurm import SLURM_SCHEMA, SOFTWARE_SCHEMA
 
 NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
@@ -228,6 +228,7 @@ def config_schema() -> dict[str, Any]:
             "train_backend": BACKEND_SCHEMA,
             "sagemaker": SAGEMAKER_SCHEMA,
             "software": SOFTWARE_SCHEMA,
+            "slurm": SLURM_SCHEMA,
         },
         "required": ["study", "experiments"],
         "additionalProperties": False,

@@ -27,7 +27,10 @@ def test_single_node_request_is_runners_times_cpus_plus_driver(tmp_path):
     req = slurm.job_request(spec)
     assert (req.nodes, req.tasks, req.cpus_per_task, req.gpus) == (1, 1, 13, 1)
     assert req.cpus_per_task == spec.cpus
-    assert req.as_resources() == {"nodes": 1, "tasks": 1, "cpus_per_task": 13, "gpu": 1}
+    assert req.as_resources() == {"nodes": 1, "tasks": 1, "cpus_per_task": 13, "gpu": 1,
+                                  "gres": "", "tasks_per_gpu": 1}
+    assert req.as_resources("gres") == {"nodes": 1, "tasks": 1, "cpus_per_task": 13, "gpu": 0,
+                                        "gres": "gpu:1", "tasks_per_gpu": 0}
 
 
 def test_multi_node_request_spreads_runners_and_sizes_the_busiest_node(tmp_path):
