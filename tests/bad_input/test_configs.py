@@ -197,3 +197,26 @@ def test_a_dry_run_plans_what_this_machine_cannot_run_with_a_warning(tmp_path):
     assert proc.returncode == 0, out
     assert "num_env_runners=64" in out and "`snakemake -n` plans it" in out, out
     assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("algorithm,env,hp,resources", [
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "minibatch_size": 200}, {}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 200}, {}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 50},
+     {"num_envs_per_env_runner": 4}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 21}, {}),  # 210
+    ("SAC", "Pendulum-v1", {"num_steps_sampled_before_learning_starts": 399,
+                            "train_batch_size": 256, "replay_buffer_capacity": 399}, {}),
+    ("SAC", "CartPole-v1", {"replay_buffer_type": "EpisodeReplayBuffer", "n_step": 3,
+                            "num_steps_sampled_before_learning_starts": 100}, {}),
+    ("TD3", "InvertedPendulumBulletEnv-v0", {"target_noise": 0, "target_noise_clip": 0,
+                                             "num_steps_sampled_before_learning_starts": 0}, {}),
+], ids=["minibatch = batch", "fragment = batch", "fragment x envs = batch",
+        "fragment within 10%", "warm-up and batch = capacity < budget",
+        "SAC episode buffer: discrete actions, n-step", "TD3 smoothing off"])
+def test_the_edges_of_each_rule_are_accepted(algorithm, env, hp, resources):
+    cfg = base()
+    cfg["experiments"][0].update(algorithms=[algorithm], envs=[env],
+                                 resources=[{"num_env_runners": 1, **resources}])
+    cfg["hyperparameters"] = {algorithm: hp}
+    assert len(Study.from_config(cfg).runs) == 2
