@@ -76,9 +76,11 @@ def check_local_cpus(runs: Mapping[str, Any], source: str = "config",
     and returns it.
     """
     have = usable_cpus() if cpus is None else cpus
+    def runner_cpus(spec: Any) -> int:
+        return spec.resources["num_env_runners"] * spec.resources["num_cpus_per_env_runner"]
+
     over = {rid: spec for rid, spec in runs.items()
-            if spec.resources.get("nodes", 1) <= 1
-            and spec.resources["num_env_runners"] * spec.resources["num_cpus_per_env_runner"] > have}
+            if spec.resources.get("nodes", 1) <= 1 and runner_cpus(spec) > have}
     if not over:
         return []
     rid, spec = max(over.items(), key=lambda kv: kv[1].cpus)

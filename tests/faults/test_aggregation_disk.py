@@ -27,7 +27,8 @@ from ddrl.evaluate import write_returns_table  # noqa: E402
 from ddrl.figures_scaling import FIGURES  # noqa: E402
 from ddrl.plots import reward_curves  # noqa: E402
 from ddrl.results import load_progress  # noqa: E402
-from ddrl.scaling_stage import cost_stage, figures_stage, provenance_table, scaling_stage  # noqa: E402
+from ddrl.scaling_stage import (  # noqa: E402
+    cost_stage, figures_stage, provenance_table, scaling_stage)
 
 
 @pytest.fixture(scope="module")
