@@ -184,7 +184,8 @@ CASES += [
          ("experiments.0 (PPO on CartPole-v1)", "cannot be built", "env_config={'gravity': 1}",
           "unexpected keyword argument 'gravity'")),
     # Hyperparameters that contradict each other.
-    Case("PPO minibatch larger than the train batch", _set("hyperparameters.PPO.minibatch_size", 500),
+    Case("PPO minibatch larger than the train batch",
+         _set("hyperparameters.PPO.minibatch_size", 500),
          ("PPO.minibatch_size=500 is larger than PPO.train_batch_size=200",
           "allowed: minibatch_size <= 200")),
     Case("PPO default minibatch vs an experiment's small train batch",

@@ -158,18 +158,65 @@ def test_env_spaces_are_cached_on_disk_per_env_and_versions(tmp_path, monkeypatc
     spaces._env_spaces.cache_clear()
 
 
+def _run(tmp_path: Path, name: str, config: dict):
+    """The workflow for real (not -n): it must stop while parsing, before any job."""
+    workdir = tmp_path / name.replace(" ", "_")
+    workdir.mkdir()
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return workdir, run_snakemake(workdir, path, check=False, timeout=300)
+
+
 def test_new_cases_fail_before_any_job_in_the_workflow(tmp_path):
     jobs = {c.name: c.change(base()) for c in NEW_CASES}
-    jobs.update({name: change(base()) for name, change, _ in MACHINE_CASES[:1]})
+    machine = MACHINE_CASES[0][0]
+    jobs[machine] = MACHINE_CASES[0][1](base())
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = dict(zip(jobs, pool.map(lambda kv: _dry_run(tmp_path, *kv), jobs.items())))
+        done = dict(zip(jobs, pool.map(
+            lambda kv: (_run if kv[0] == machine else _dry_run)(tmp_path, *kv), jobs.items())))
     expect = {c.name: c.expect for c in NEW_CASES}
     expect[MACHINE_CASES[0][0]] = ("num_env_runners=64", "this machine has",
                                    "allowed here: num_env_runners x num_cpus_per_env_runner <=")
     for name, (workdir, proc) in done.items():
         err = proc.stdout + proc.stderr
         assert proc.returncode != 0, name
-        assert "Traceback" not in err and "Job stats" not in err, (name, err)
+        assert "Traceback" not in err, (name, err)
+        # The machine check runs in onstart: the DAG is planned, no job starts.
+        assert ("Job stats" not in err) or name == machine, (name, err)
+        assert "rule train:" not in err and "Finished job" not in err, (name, err)
         assert not (workdir / "results").exists(), name
         for part in expect[name]:
             assert part in err, f"{name}: {part!r} missing from snakemake's error:\n{err}"
+
+
+def test_a_dry_run_plans_what_this_machine_cannot_run_with_a_warning(tmp_path):
+    """Planning a cluster-sized study on a laptop (`snakemake -n`, local profile) works."""
+    name, change, cpus = MACHINE_CASES[0]
+    workdir, proc = _dry_run(tmp_path, "plan", change(base()))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "num_env_runners=64" in out and "`snakemake -n` plans it" in out, out
+    assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("algorithm,env,hp,resources", [
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "minibatch_size": 200}, {}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 200}, {}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 50},
+     {"num_envs_per_env_runner": 4}),
+    ("PPO", "CartPole-v1", {"train_batch_size": 200, "rollout_fragment_length": 21}, {}),  # 210
+    ("SAC", "Pendulum-v1", {"num_steps_sampled_before_learning_starts": 399,
+                            "train_batch_size": 256, "replay_buffer_capacity": 399}, {}),
+    ("SAC", "CartPole-v1", {"replay_buffer_type": "EpisodeReplayBuffer", "n_step": 3,
+                            "num_steps_sampled_before_learning_starts": 100}, {}),
+    ("TD3", "InvertedPendulumBulletEnv-v0", {"target_noise": 0, "target_noise_clip": 0,
+                                             "num_steps_sampled_before_learning_starts": 0}, {}),
+], ids=["minibatch = batch", "fragment = batch", "fragment x envs = batch",
+        "fragment within 10%", "warm-up and batch = capacity < budget",
+        "SAC episode buffer: discrete actions, n-step", "TD3 smoothing off"])
+def test_the_edges_of_each_rule_are_accepted(algorithm, env, hp, resources):
+    cfg = base()
+    cfg["experiments"][0].update(algorithms=[algorithm], envs=[env],
+                                 resources=[{"num_env_runners": 1, **resources}])
+    cfg["hyperparameters"] = {algorithm: hp}
+    assert len(Study.from_config(cfg).runs) == 2

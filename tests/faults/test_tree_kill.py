@@ -162,7 +162,7 @@ def test_a_killed_tree_mid_evaluation_and_render_leaves_no_half_output(study):
     targets = [str(run.relative_to(workdir) / name) for name in AGENT_OUTPUTS]
     proc = start(workdir, *targets)
     try:
-        wait_for(lambda: script_running(proc.pid, "evaluate") and script_running(proc.pid, "render"),
+        wait_for(lambda: all(script_running(proc.pid, rule) for rule in ("evaluate", "render")),
                  300, proc, "evaluate and render running at once")
         time.sleep(study["rng"].uniform(0.5, 3.0))  # somewhere inside both jobs
     finally:

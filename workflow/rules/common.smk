@@ -94,25 +94,40 @@ if CONTAINER:
 
 
 
+# Jobs run on this machine (local profile), not on a cluster.
+LOCAL_JOBS = (
+    workflow.executor_plugin is None or workflow.executor_plugin.common_settings.local_exec
+) and not workflow.remote_exec
+
+
 # Slurm executor: refuse requests the cluster cannot meet (unknown partition, more than
 # any node has) before anything is submitted. Runs once, in the submitting process.
+# Local jobs: refuse training jobs whose env runners need more CPUs than this machine has
+# (the job would wait for actors forever). Here, not at parse time: onstart runs before
+# the first job of a real run only, so `snakemake -n` can still plan a cluster study.
 onstart:
     if getattr(workflow.executor_plugin, "name", None) == "slurm":
         try:
             ddrl_slurm.check_jobs(workflow.dag.needrun_jobs())
         except ddrl_slurm.DdrlError as err:
             raise WorkflowError(str(err)) from None
+    elif LOCAL_JOBS:
+        from ddrl.config.preflight import check_local_cpus
+
+        training = {j.wildcards.run_id for j in workflow.dag.needrun_jobs() if j.rule.name == "train"}
+        try:
+            check_local_cpus({r: RUNS[r] for r in training})
+        except ConfigError as err:
+            raise WorkflowError(str(err)) from None
 
 
-# Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback), and
-# env runners that need more CPUs than it has (their job would wait for actors forever).
-if (
-    workflow.executor_plugin is None or workflow.executor_plugin.common_settings.local_exec
-) and not workflow.remote_exec:
+# Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback); say
+# when env runners need more CPUs than it has (a real run stops in onstart above).
+if LOCAL_JOBS:
     from ddrl.config.preflight import check_local_cpus, check_local_gpus
 
     try:
-        check_local_cpus(RUNS)
+        check_local_cpus(RUNS, warn_only=True)
         check_local_gpus(RUNS)
     except ConfigError as err:
         raise WorkflowError(str(err)) from None

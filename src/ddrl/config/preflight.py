@@ -67,22 +67,26 @@ def usable_cpus() -> int:
 
 
 def check_local_cpus(runs: Mapping[str, Any], source: str = "config",
-                     cpus: int | None = None) -> None:
+                     cpus: int | None = None, warn_only: bool = False) -> list[str]:
     """Refuse runs whose env runners need more CPUs than this machine has.
 
     Such a run passes the schema, then its training job waits for env runner actors that
     never all start. The driver/learner's extra CPU is not counted: on a laptop it may share
     a core (ddrl.runtime.ray_session gives Ray at least the machine's logical CPUs).
+    ``warn_only`` (planning a cluster study on a laptop is fine) logs the message instead
+    and returns it.
     """
     have = usable_cpus() if cpus is None else cpus
+    def runner_cpus(spec: Any) -> int:
+        return spec.resources["num_env_runners"] * spec.resources["num_cpus_per_env_runner"]
+
     over = {rid: spec for rid, spec in runs.items()
-            if spec.resources.get("nodes", 1) <= 1
-            and spec.resources["num_env_runners"] * spec.resources["num_cpus_per_env_runner"] > have}
+            if spec.resources.get("nodes", 1) <= 1 and runner_cpus(spec) > have}
     if not over:
-        return
+        return []
     rid, spec = max(over.items(), key=lambda kv: kv[1].cpus)
     r = spec.resources
-    raise ConfigError(
+    message = (
         f"{source}: resources num_env_runners={r['num_env_runners']} x "
         f"num_cpus_per_env_runner={r['num_cpus_per_env_runner']} = "
         f"{r['num_env_runners'] * r['num_cpus_per_env_runner']} CPUs, but this machine has "
@@ -90,3 +94,8 @@ def check_local_cpus(runs: Mapping[str, Any], source: str = "config",
         f"here: num_env_runners x num_cpus_per_env_runner <= {have} (a larger run needs the "
         "Slurm profile)"
     )
+    if warn_only:
+        log.warning("%s; `snakemake -n` plans it, running it here stops before the first "
+                    "job", message)
+        return [message]
+    raise ConfigError(message)

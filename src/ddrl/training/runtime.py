@@ -84,7 +84,8 @@ def ray_session(num_cpus: int, num_gpus: int = 0, address: str | None = None) ->
     """Use the Ray cluster at ``address`` (or ``$RAY_ADDRESS``), else start a private one.
 
     A private Ray listens on loopback only (:func:`loopback_only`), with the dashboard off,
-    and is shut down on exit, also when the body raises. A cluster we connected to is left running (its owner stops it).
+    and is shut down on exit, also when the body raises. A cluster we connected to is left
+    running (its owner stops it).
     """
     import ray
 
