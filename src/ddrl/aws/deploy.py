@@ -70,12 +70,12 @@ def deploy(run_dir: str | Path, settings: SageMakerSettings, study: str, out: st
            name: str | None = None, session: Any = None, print_fn: Callable[[str], None] = print,
            sleep: Callable[[float], None] = time.sleep, timeout_s: float = 3600) -> dict[str, Any]:
     """Deploy the run in ``run_dir``; write and return the endpoint record (``out``)."""
-    import boto3
+    from ddrl.aws import boto3
 
     run_dir = Path(run_dir)
     record = RunFolder(run_dir).read_record()
     run_id = record["run_id"]
-    session = session or boto3.session.Session(region_name=settings.region)
+    session = session or boto3().session.Session(region_name=settings.region)
     sm, s3 = session.client("sagemaker"), session.client("s3")
     name = name or endpoint_name(run_id)
 
@@ -184,10 +184,10 @@ def _delete(sm: Any, created: list[tuple[str, str]], print_fn: Callable[[str], N
 def teardown(record_path: str | Path, *, session: Any = None, region: str | None = None,
              print_fn: Callable[[str], None] = print) -> list[str]:
     """Delete the endpoint, its config and its model named in ``endpoint.json``."""
-    import boto3
+    from ddrl.aws import boto3
 
     record = json.loads(Path(record_path).read_text())
-    session = session or boto3.session.Session(region_name=region or record.get("region"))
+    session = session or boto3().session.Session(region_name=region or record.get("region"))
     sm = session.client("sagemaker")
     created = [("model", record["model_name"]), ("endpoint_config", record["endpoint_config_name"]),
                ("endpoint", record["endpoint_name"])]

@@ -163,9 +163,9 @@ def check_cost_cap(settings: SageMakerSettings) -> None:
 # --------------------------------------------------------------------------- running it
 
 def _session(settings: SageMakerSettings):
-    import boto3
+    from ddrl.aws import boto3
 
-    return boto3.session.Session(region_name=settings.region)
+    return boto3().session.Session(region_name=settings.region)
 
 
 def train_on_sagemaker(
