@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ddrl.config.search_space import Search, _is_finite, trial_name
+from ddrl.analysis.tables import Column, write_formats
 from ddrl.errors import DdrlError
 from ddrl.runs import read_run
 
@@ -129,9 +130,8 @@ def write_summary(search: Search, results: Sequence[TrialResult], *, csv: str | 
 
     board = leaderboard(search, results)
     record = best_record(search, board, results)
-    with atomic.atomic_path(csv) as tmp:
-        board.to_csv(tmp, index=False)
-    atomic.write_text(md, leaderboard_markdown(search, board))
+    write_formats(board, leaderboard_columns(search), {"csv": csv, "md": md},
+                  caption=leaderboard_caption(search, board))
     header = (f"# Best trial of search {search.id} ({search.kind}, {len(results)} trials), "
               f"by {search.metric.label}.\n# Use it in a training config with "
               f"`hyperparameters_from: <this file>`.\n")
@@ -140,26 +140,16 @@ def write_summary(search: Search, results: Sequence[TrialResult], *, csv: str | 
     return board
 
 
-def leaderboard_markdown(search: Search, board) -> str:
-    cols = ["rank", "trial", *search.names, "metric", "env_steps", "wall_time_s", "status"]
-    lines = [
-        f"# Search {search.id}: {search.algorithm} on {search.env}",
-        "",
-        f"{search.kind} search, {len(board)} trials, ranked by {search.metric.label} "
-        f"({search.metric.mode}).",
-        "",
-        "| " + " | ".join(cols) + " |",
-        "|" + "|".join("---" for _ in cols) + "|",
-    ]
-    for _, row in board.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            if isinstance(v, float):
-                v = "" if math.isnan(v) else f"{v:.4g}"
-            cells.append(str(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+def leaderboard_columns(search: Search) -> list[Column]:
+    """The leaderboard's shown columns; floats keep four significant digits."""
+    names = ["rank", "trial", *search.names, "metric", "env_steps", "wall_time_s", "status"]
+    return [Column(name, name, float_format=".4g") for name in names]
+
+
+def leaderboard_caption(search: Search, board) -> str:
+    return (f"# Search {search.id}: {search.algorithm} on {search.env}\n\n"
+            f"{search.kind} search, {len(board)} trials, ranked by {search.metric.label} "
+            f"({search.metric.mode}).")
 
 
 def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) -> None:
