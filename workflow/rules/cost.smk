@@ -19,6 +19,3 @@ rule cost:
         ROOT + "/logs/cost.log",
     script:
         "../scripts/cost.py"
-
-
-TARGETS.extend(rules.cost.output)

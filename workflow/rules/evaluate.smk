@@ -15,6 +15,8 @@ rule evaluate:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/evaluate/{run_id}.log",
     script:
@@ -31,6 +33,8 @@ rule evaluate_curve:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/evaluate_curve/{run_id}.log",
     script:
@@ -48,13 +52,9 @@ rule returns_table:
             subcategory="Evaluation returns",
         ),
         md=ROOT + "/tables/returns.md",
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/returns_table.log",
     script:
         "../scripts/returns_table.py"
-
-
-TARGETS.extend(run_files("eval.json"))
-TARGETS.extend(rules.returns_table.output)
-if EVALUATION["intermediate"]:
-    TARGETS.extend(run_files("eval_curve.csv"))

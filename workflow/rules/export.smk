@@ -11,10 +11,9 @@ rule export:
     params:
         spec=run_spec,
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/export/{run_id}.log",
     script:
         "../scripts/export.py"
-
-
-TARGETS.extend(run_files("policy.pt"))

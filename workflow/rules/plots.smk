@@ -20,7 +20,6 @@ rule plot_rewards:
         "../scripts/plot_rewards.py"
 
 
-TARGETS.extend(rules.plot_rewards.output)
 
 
 # The scaling study's figures, each named after the thesis figure it reproduces
@@ -55,6 +54,3 @@ rule plot_scaling:
         ROOT + "/logs/plot_scaling.log",
     script:
         "../scripts/plot_scaling.py"
-
-
-TARGETS.extend(rules.plot_scaling.output)

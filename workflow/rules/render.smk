@@ -28,11 +28,9 @@ rule render:
         spec=run_spec,
         settings=RENDER,
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/render/{run_id}.log",
     script:
         "../scripts/render.py"
-
-
-TARGETS.extend(run_files("video.mp4"))
-TARGETS.extend(run_files("frames.png"))

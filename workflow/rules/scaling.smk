@@ -32,6 +32,3 @@ rule scaling:
         ROOT + "/logs/scaling.log",
     script:
         "../scripts/scaling.py"
-
-
-TARGETS.extend(rules.scaling.output)

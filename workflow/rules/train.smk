@@ -44,6 +44,3 @@ rule train:
         ROOT + "/logs/train/{run_id}.log",
     script:
         "../scripts/train.py"
-
-
-TARGETS.extend(run_files("run.json"))

@@ -27,10 +27,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
 from ddrl.runs import RunSpec
+
+if TYPE_CHECKING:
+    from ddrl.config.search_space import Search
 
 #: ``software:`` in a study config: how cluster jobs get their software. Training and the
 #: other rules load these environment modules (``--sdm env-modules``) or run in this
@@ -54,6 +57,8 @@ SOFTWARE_SCHEMA = {
 DEFAULT_TRAIN_RUNTIME_MIN = 120
 #: Minutes added to a time-limited budget for start-up, checkpoints and the final save.
 RUNTIME_MARGIN_MIN = 10
+#: Seconds a tune trial is assumed to take when its budget has no time limit.
+DEFAULT_TRIAL_S = 3600
 
 
 class SlurmError(DdrlError):
@@ -81,6 +86,17 @@ def runtime_min(spec: RunSpec, attempt: int = 1) -> int:
     limit = spec.budget.get("time_limit_s")
     base = (math.ceil(limit / 60) + RUNTIME_MARGIN_MIN) if limit else DEFAULT_TRAIN_RUNTIME_MIN
     return base * max(1, int(attempt))
+
+
+def tune_runtime_min(search: Search, attempt: int = 1) -> int:
+    """Slurm runtime (minutes) of a tune job: its time budget, else its trials' time limits
+    run ``max_concurrent_trials`` at a time; 10% and :data:`RUNTIME_MARGIN_MIN` on top, times
+    the attempt (the tune job resumes its experiment)."""
+    seconds = search.tune.get("time_budget_s") or (
+        search.num_samples * search.budget.get("time_limit_s", DEFAULT_TRIAL_S)
+        / search.tune["max_concurrent_trials"]
+    )
+    return int(seconds * 1.1 / 60 + RUNTIME_MARGIN_MIN) * attempt
 
 
 @dataclass(frozen=True)

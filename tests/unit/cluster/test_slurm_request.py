@@ -102,3 +102,14 @@ def test_check_runs_refuses_the_whole_study_with_one_line_per_run(tmp_path):
     assert spec.run_id in str(err.value) and "201 CPUs" in str(err.value)
     fine = _spec(tmp_path, num_env_runners=100, nodes=2)
     slurm.check_runs({fine.run_id: fine}, "main", mem_mb_per_cpu=3000, partitions=PARTS)
+
+
+def test_tune_runtime_is_its_time_budget_else_its_trials_limits():
+    from types import SimpleNamespace
+
+    budgeted = SimpleNamespace(tune={"time_budget_s": 600, "max_concurrent_trials": 1},
+                               num_samples=8, budget={"time_limit_s": 60})
+    assert slurm.tune_runtime_min(budgeted, 1) == int(600 * 1.1 / 60 + slurm.RUNTIME_MARGIN_MIN)
+    trials = SimpleNamespace(tune={"max_concurrent_trials": 2}, num_samples=4, budget={})
+    seconds = 4 * slurm.DEFAULT_TRIAL_S / 2
+    assert slurm.tune_runtime_min(trials, 2) == 2 * int(seconds * 1.1 / 60 + slurm.RUNTIME_MARGIN_MIN)
