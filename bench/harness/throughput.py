@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -11,7 +12,8 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     """Build ``spec``'s algorithm, train ``warmup_steps`` env steps untimed, then time at least
     ``timed_steps`` more (whole training iterations: sampling, learning, weight syncs).
 
-    Returns env steps, seconds, env steps/s, iterations, and the last iteration's timers
+    Returns env steps, seconds, env steps/s, iterations, gradient updates (off-policy; NaN
+    for PPO), and the last iteration's timers
     (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.training.train``).
     """
     from ddrl.training.progress import use_per_iteration_timers
@@ -25,17 +27,21 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
             done = 0
             while done < warmup_steps:
                 done = int(algo.train()["num_env_steps_sampled_lifetime"])
-            start, t0, iters, timers = done, time.perf_counter(), 0, {}
+            start, t0, iters, timers, updates = done, time.perf_counter(), 0, {}, 0.0
             while done - start < timed_steps:
                 result = algo.train()
                 done = int(result["num_env_steps_sampled_lifetime"])
                 iters += 1
                 timers = result.get("timers", {})
+                # Off-policy runs count their gradient updates (ddrl.algorithms.offpolicy).
+                updates += float(result.get("ddrl", {}).get("num_gradient_updates", math.nan))
             elapsed = time.perf_counter() - t0
         finally:
             algo.stop()
     return {"env_steps": done - start, "seconds": elapsed,
             "steps_per_s": (done - start) / elapsed, "iterations": iters,
+            "seconds_per_iter": elapsed / max(iters, 1), "updates": updates,
+            "updates_per_s": updates / elapsed,
             "timers_s": {k: float(v) for k, v in timers.items()
                          if isinstance(v, (int, float))}}
 

@@ -20,9 +20,10 @@ def amdahl_time(n: int, t1: float = 10.0, f: float = 0.1) -> float:
 def write_run(root: Path, *, algorithm="PPO", env="HumanoidBulletEnv-v0", seed=1, workers=1,
               gpus=0, times=(), steps_per_iter=4000, returns=None, drop=(), shares=(0.6, 0.3, 0.02),
               hp=None, started="2026-01-01T00:00:00+00:00", finished="2026-01-01T00:10:00+00:00",
-              hostname="host-a", host_gpus=None) -> Path:
-    """A finished run folder: progress.csv with ``times`` as iteration times, and run.json."""
-    run_id = f"{algorithm.lower()}-{env}-r{workers}g{gpus}-s{seed}"
+              hostname="host-a", host_gpus=None, updates=None, tag="") -> Path:
+    """A finished run folder: progress.csv with ``times`` as iteration times (and ``updates``
+    gradient updates per iteration, if given), and run.json."""
+    run_id = f"{algorithm.lower()}-{env}-r{workers}g{gpus}-s{seed}{tag}"
     run_dir = root / "runs" / run_id
     run_dir.mkdir(parents=True)
     times = np.asarray(times, float)
@@ -40,6 +41,9 @@ def write_run(root: Path, *, algorithm="PPO", env="HumanoidBulletEnv-v0", seed=1
     progress["sync_weights_time_s"] = times * shares[2]
     progress["env_steps_per_s"] = steps_per_iter / times
     progress["session"] = 0
+    if updates is not None:
+        progress["gradient_updates"] = updates
+        progress["gradient_updates_total"] = np.cumsum(np.broadcast_to(updates, (k,)))
     progress = progress.drop(columns=list(drop))
     progress.to_csv(run_dir / "progress.csv", index=False)
     record = {

@@ -22,6 +22,20 @@ RUNS = STUDY.runs
 # The experiments' runs: what every stage's run_files() covers. Search trials (also in RUNS,
 # trained by rule train) are reached through rules/search.smk.
 EXPERIMENT_RUNS = experiment_run_ids(STUDY)
+# Runs by what their experiment is for (config `purpose:`): learning runs feed the reward
+# curves and returns tables, timing runs the speedup tables; each table groups by experiment.
+LEARNING_RUNS = STUDY.experiment_runs("learning")
+TIMING_RUNS = STUDY.experiment_runs("timing")
+
+
+def experiments_of(run_ids):
+    """Param: run id -> experiment name, for the aggregation scripts."""
+    return {r: STUDY.experiment_of[r] for r in run_ids}
+
+
+def runs_with(output):
+    """Runs whose experiment asks for ``output`` (eval, video, policy; config `outputs:`)."""
+    return STUDY.experiment_runs(output=output)
 ROOT = f"results/{STUDY.name}"
 RUN_DIR = ROOT + "/runs/{run_id}"
 
@@ -125,10 +139,17 @@ def all_targets():
     # searches can be built; the next invocation trains the experiments and the rest.
     if STUDY.deferred and not EXPERIMENT_RUNS:
         return search_targets()
-    targets = [*run_files("run.json"), *run_files("eval.json"), *rules.returns_table.output]
+    targets = [*run_files("run.json"), *rules.cost.output]
+    evaluated = runs_with("eval")
+    if evaluated:
+        targets += [*run_files("eval.json", evaluated), *rules.returns_table.output]
     if evaluation_settings(config)["intermediate"]:
-        targets += run_files("eval_curve.csv")
-    targets += [*run_files("video.mp4"), *run_files("frames.png"), *run_files("policy.pt")]
-    for stage in (rules.scaling, rules.cost, rules.plot_rewards, rules.plot_scaling):
-        targets += list(stage.output)
+        targets += run_files("eval_curve.csv", evaluated)
+    targets += [*run_files("video.mp4", runs_with("video")),
+                *run_files("frames.png", runs_with("video")),
+                *run_files("policy.pt", runs_with("policy"))]
+    if TIMING_RUNS:
+        targets += [*rules.scaling.output, *rules.plot_scaling.output]
+    if LEARNING_RUNS:
+        targets += [*rules.learning_returns.output, *rules.plot_rewards.output]
     return targets + search_targets()

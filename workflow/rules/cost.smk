@@ -13,6 +13,7 @@ rule cost:
         tex=ROOT + "/tables/cost.tex",
     params:
         cost=config.get("cost", {}),
+        experiments=experiments_of(EXPERIMENT_RUNS),
     envmodules:
         *ENVMODULES,
     log:

@@ -43,7 +43,7 @@ rule evaluate_curve:
 
 rule returns_table:
     input:
-        evals=run_files("eval.json"),
+        evals=run_files("eval.json", runs_with("eval")),
     output:
         csv=report(
             ROOT + "/tables/returns.csv",

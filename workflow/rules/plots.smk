@@ -3,8 +3,8 @@
 
 rule plot_rewards:
     input:
-        progress=run_files("progress.csv"),
-        runs=run_files("run.json"),
+        progress=run_files("progress.csv", LEARNING_RUNS),
+        runs=run_files("run.json", LEARNING_RUNS),
     output:
         pdf=ROOT + "/figures/reward_curves.pdf",
         png=report(
@@ -12,6 +12,9 @@ rule plot_rewards:
             caption="../report/reward_curves.rst",
             category="Learning",
         ),
+        csv=ROOT + "/figures/reward_curves.csv",  # the plotted data (source data)
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
     envmodules:
         *ENVMODULES,
     log:
@@ -34,20 +37,24 @@ def _figure(name):
         output_key(name, "pdf"): stem + ".pdf",
         output_key(name, "png"): report(stem + ".png", caption=f"../report/{name}.rst",
                                         category=FIGURE_CATEGORY[name], subcategory="Figures"),
+        output_key(name, "csv"): stem + ".csv",  # the plotted data (source data)
     }
 
 
 rule plot_scaling:
     input:
-        progress=run_files("progress.csv"),
-        runs=run_files("run.json"),
+        progress=run_files("progress.csv", LEARNING_RUNS),
+        runs=run_files("run.json", LEARNING_RUNS),
         speedup=ROOT + "/tables/speedup.csv",
         breakdown=ROOT + "/tables/breakdown.csv",
         amdahl=ROOT + "/tables/amdahl.csv",
         thesis=ROOT + "/tables/thesis_comparison.csv",
+        schedules=ROOT + "/tables/update_schedules.csv",
         cost=ROOT + "/tables/cost.csv",
     output:
         **{k: v for name in FIGURES for k, v in _figure(name).items()},
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
     envmodules:
         *ENVMODULES,
     log:

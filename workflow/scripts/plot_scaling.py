@@ -11,4 +11,5 @@ with log_to(snakemake.log[0]):  # noqa: F821
     figures_stage([Path(p).parent for p in snakemake.input.runs],  # noqa: F821
                   Path(snakemake.input.speedup).parent,  # noqa: F821
                   {n: (getattr(out, output_key(n, "pdf")), getattr(out, output_key(n, "png")))
-                   for n in FIGURES})
+                   for n in FIGURES},
+                  snakemake.params.experiments)  # noqa: F821

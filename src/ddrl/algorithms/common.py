@@ -69,6 +69,19 @@ REPLAY_BUFFER_TYPES = ("TransitionReplayBuffer", "EpisodeReplayBuffer",
                        "PrioritizedEpisodeReplayBuffer")
 
 
+# How an off-policy iteration trains (ddrl.algorithms.offpolicy): a fixed number of updates
+# per env step, or RLlib 1.x's one update per sampling round (what the thesis measured).
+FIXED_RATIO = "fixed_ratio"
+RLLIB1_ROUND_ROBIN = "rllib1_round_robin"
+UPDATE_SCHEDULES = (FIXED_RATIO, RLLIB1_ROUND_ROBIN)
+UPDATE_SCHEDULE_HELP = (
+    "fixed_ratio: updates_per_step updates per sampled env step at any worker count (ddrl); "
+    "rllib1_round_robin: one update of train_batch_size per synchronous sampling round of "
+    "rollout_fragment_length steps from every env runner, as RLlib 1.x with "
+    "training_intensity unset (the thesis's TD3/SAC timing runs): updates per env step fall "
+    "as 1/workers")
+
+
 def replay_buffer_config(hp: dict[str, Any]) -> dict[str, Any]:
     """RLlib ``replay_buffer_config`` from ``replay_buffer_type`` and its capacity."""
     kind = hp["replay_buffer_type"]

@@ -15,7 +15,21 @@ training step instead
    learner call (the learner's ``update_from_transitions``),
 4. syncs the weights to the env runners.
 
-With one of RLlib's episode buffers it runs RLlib's own SAC training step unchanged.
+Two update schedules (``update_schedule``), named so a config says which one it measures:
+
+- ``fixed_ratio`` (ddrl's default): ``updates_per_step`` gradient updates per sampled env
+  step, whatever the number of env runners, so iteration times at different worker counts
+  compare the same amount of learning.
+- ``rllib1_round_robin``: what RLlib 1.x did with ``training_intensity`` unset, and so what
+  the thesis's TD3/SAC timing runs measured. Each training step is one synchronous round:
+  ``rollout_fragment_length`` steps from every env runner (N of them), stored, then ONE
+  update of ``train_batch_size``, then a weight sync. An iteration still closes after
+  ``timesteps_per_iteration`` env steps, so it holds about
+  ``timesteps_per_iteration / (N * rollout_fragment_length)`` updates: the updates per env
+  step fall as 1/N. No sampling overlaps learning (RLlib 1.x's bulk-synchronous sampling).
+
+Both record the gradient updates of every iteration (``UPDATES_KEY``). With one of RLlib's
+episode buffers it runs RLlib's own SAC training step unchanged.
 """
 
 from __future__ import annotations
@@ -44,7 +58,12 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from ddrl.algorithms.common import REPLAY_BUFFER_TYPES
+from ddrl.algorithms.common import (
+    FIXED_RATIO,
+    REPLAY_BUFFER_TYPES,
+    RLLIB1_ROUND_ROBIN,
+    UPDATE_SCHEDULES,
+)
 from ddrl.algorithms.replay import TransitionReplayBuffer
 
 log = logging.getLogger(__name__)
@@ -55,6 +74,11 @@ FAST_BUFFER = REPLAY_BUFFER_TYPES[0]
 MAX_UPDATES_PER_CALL = 128
 SAMPLE_TAG = "ddrl_offpolicy_sample"
 
+# Gradient updates this iteration (a per-iteration sum: RLlib clears "sum" stats at every
+# reduce) and over the run's lifetime; read into progress.csv by ddrl.progress.
+UPDATES_KEY = ("ddrl", "num_gradient_updates")
+UPDATES_LIFETIME_KEY = ("ddrl", "num_gradient_updates_lifetime")
+
 
 class TransitionReplayConfig(SACConfig):
     """``SACConfig`` plus the settings of the transition-buffer training loop."""
@@ -62,6 +86,7 @@ class TransitionReplayConfig(SACConfig):
     def __init__(self, algo_class: Optional[type] = None) -> None:
         super().__init__(algo_class=algo_class)
         self.updates_per_step = 1.0
+        self.update_schedule = FIXED_RATIO
         # torch intra-op threads of a CPU learner; None: ddrl.training.runtime.learner_thread_count()
         # ($DDRL_LEARNER_THREADS, default 1). On a busy machine extra threads oversubscribe
         # the cores (measured 10x slower updates with 2 threads on a loaded 2-core box).
@@ -78,6 +103,7 @@ class TransitionReplayConfig(SACConfig):
         self,
         *,
         updates_per_step: Optional[float] = NotProvided,
+        update_schedule: Optional[str] = NotProvided,
         learner_num_threads: Optional[int] = NotProvided,
         sample_while_learning: Optional[bool] = NotProvided,
         **kwargs: Any,
@@ -85,7 +111,9 @@ class TransitionReplayConfig(SACConfig):
         """The loop's settings, plus everything ``SACConfig.training`` takes.
 
         Args:
-            updates_per_step: gradient steps per sampled env step (transition buffer).
+            updates_per_step: gradient steps per sampled env step (transition buffer,
+                ``fixed_ratio`` schedule).
+            update_schedule: ``fixed_ratio`` or ``rllib1_round_robin`` (module docstring).
             learner_num_threads: torch threads of a CPU learner (None: $DDRL_LEARNER_THREADS,
                 default 1).
             sample_while_learning: with remote env runners, let them sample the next
@@ -94,6 +122,7 @@ class TransitionReplayConfig(SACConfig):
         super().training(**kwargs)
         for name, value in [
             ("updates_per_step", updates_per_step),
+            ("update_schedule", update_schedule),
             ("learner_num_threads", learner_num_threads),
             ("sample_while_learning", sample_while_learning),
         ]:
@@ -102,12 +131,20 @@ class TransitionReplayConfig(SACConfig):
         return self
 
     @property
+    def round_robin(self) -> bool:
+        return self.update_schedule == RLLIB1_ROUND_ROBIN
+
+    @property
     def uses_transition_buffer(self) -> bool:
         return self.replay_buffer_config.get("type") == FAST_BUFFER
 
     def validate(self) -> None:
         if not self.uses_transition_buffer:
             self._validate_buffer_type()
+            if self.update_schedule != FIXED_RATIO:
+                self._value_error(
+                    f"`update_schedule: {self.update_schedule}` needs the {FAST_BUFFER}; "
+                    f"RLlib's episode buffers train at a fixed ratio (training_intensity)")
             return super().validate()
         # SACConfig.validate insists on RLlib's episode buffers; skip that check only.
         AlgorithmConfig.validate(self)
@@ -116,6 +153,14 @@ class TransitionReplayConfig(SACConfig):
             self._value_error("use `actor_lr` and `critic_lr` (SAC: also `alpha_lr`); set `lr` to None")
         if self.updates_per_step <= 0:
             self._value_error(f"`updates_per_step` must be > 0, got {self.updates_per_step}")
+        if self.update_schedule not in UPDATE_SCHEDULES:
+            self._value_error(f"`update_schedule` must be one of {list(UPDATE_SCHEDULES)}, got "
+                              f"{self.update_schedule!r}")
+        if self.update_schedule == RLLIB1_ROUND_ROBIN and self.updates_per_step != 1.0:
+            self._value_error(
+                f"`updates_per_step` ({self.updates_per_step}) applies to the {FIXED_RATIO} "
+                f"schedule only; {RLLIB1_ROUND_ROBIN} trains one update per sampling round "
+                "(leave updates_per_step at 1.0)")
         if self.n_step != 1:
             self._value_error(
                 f"the {FAST_BUFFER} stores one-step transitions; `n_step` must be 1, got "
@@ -209,7 +254,8 @@ class TransitionReplayAlgorithm(SAC):
     # -- sampling while learning ---------------------------------------------------------
     def _overlap_sampling(self) -> bool:
         group = self.env_runner_group
-        return bool(self.config.sample_while_learning and group is not None
+        return bool(self.config.sample_while_learning and not self.config.round_robin
+                    and group is not None
                     and group.num_healthy_remote_workers() > 0)
 
     def _launch_sample(self) -> None:
@@ -262,15 +308,21 @@ class TransitionReplayAlgorithm(SAC):
         with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
             new_steps = self.local_replay_buffer.add(episodes)
         if self._sampled_lifetime() < cfg.num_steps_sampled_before_learning_starts:
+            self._log_updates(0)
             return
         self._before_updates()
         # The buffer is not checkpointed (like RLlib's SAC default): after a resume, refill
         # it to one minibatch before training again.
         if len(self.local_replay_buffer) < cfg.train_batch_size_per_learner:
+            self._log_updates(0)
             return
-        self._update_debt += new_steps * cfg.updates_per_step
-        num_updates = int(math.floor(self._update_debt))
-        self._update_debt -= num_updates
+        if cfg.round_robin:
+            num_updates = 1  # one train op per store op, as RLlib 1.x's round robin
+        else:
+            self._update_debt += new_steps * cfg.updates_per_step
+            num_updates = int(math.floor(self._update_debt))
+            self._update_debt -= num_updates
+        self._log_updates(num_updates)
         if num_updates == 0:
             return
         batch_size = cfg.train_batch_size_per_learner
@@ -287,11 +339,16 @@ class TransitionReplayAlgorithm(SAC):
                                        window=1)
         trained = num_updates * batch_size
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, NUM_ENV_STEPS_TRAINED),
-                               trained, reduce="sum", clear_on_reduce=True)
-        self.metrics.log_value(NUM_ENV_STEPS_TRAINED_LIFETIME, trained, reduce="sum")
+                               trained, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_TRAINED_LIFETIME, trained, reduce="lifetime_sum")
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             self.env_runner_group.sync_weights(
                 from_worker_or_learner_group=self.learner_group,
                 policies=[DEFAULT_MODULE_ID],
                 inference_only=True,
             )
+
+    def _log_updates(self, num_updates: int) -> None:
+        """Count gradient updates (logged every step, so a warm-up iteration records 0)."""
+        self.metrics.log_value(UPDATES_KEY, num_updates, reduce="sum")
+        self.metrics.log_value(UPDATES_LIFETIME_KEY, num_updates, reduce="lifetime_sum")

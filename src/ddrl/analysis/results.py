@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import pandas as pd
 
@@ -11,8 +11,10 @@ from ddrl.errors import DdrlError
 from ddrl.runs import read_run, resources_legend
 
 
-def load_progress(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
-    """All runs' progress rows in one table, with run id, algorithm, env, seed and resources."""
+def load_progress(run_dirs: Iterable[str | Path],
+                  experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """All runs' progress rows in one table, with run id, experiment (from ``experiments``,
+    run id -> name; empty when not given), algorithm, env, seed and resources."""
     frames = []
     for run_dir in run_dirs:
         record, progress = read_run(run_dir)
@@ -20,6 +22,7 @@ def load_progress(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
         res = spec["resources"]
         progress = progress.assign(
             run_id=record["run_id"],
+            experiment=(experiments or {}).get(record["run_id"], ""),
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],

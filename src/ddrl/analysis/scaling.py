@@ -6,7 +6,11 @@ Input is every run's ``progress.csv`` (one row per training iteration) joined wi
 - **steady-state iteration time**: the median of ``time_this_iter_s`` over the iterations
   after the first ``warmup_iterations`` of each run (the first iterations include JIT,
   actor start-up and replay warm-up), with its inter-quartile range;
-- **env steps/s**: env steps sampled over those iterations / their summed time;
+- **env steps/s**: env steps sampled over those iterations / their summed time; likewise
+  **updates/s** and **updates per env step** from the gradient updates each iteration
+  recorded (off-policy runs; the ``update_schedule`` column says which semantics: the
+  thesis's ``rllib1_round_robin`` or ddrl's ``fixed_ratio``, see
+  :mod:`ddrl.algorithms.offpolicy`);
 - **breakdown**: the share of that time spent sampling, learning, syncing weights and in
   replay-buffer work, from RLlib's timers (per-iteration sums, see
   :func:`ddrl.training.progress.use_per_iteration_timers`), and the unaccounted rest;
@@ -28,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,10 +53,16 @@ PARTS = {
 }
 REQUIRED_TIMERS = ("sample_time_s", "learn_time_s", "sync_weights_time_s")
 # What makes two runs the same series (everything but workers, GPUs, nodes and seed).
-BASELINE_KEYS = ["algorithm", "env", "hp", "num_envs_per_env_runner", "num_cpus_per_env_runner"]
+BASELINE_KEYS = ["experiment", "algorithm", "env", "update_schedule", "hp",
+                 "num_envs_per_env_runner", "num_cpus_per_env_runner"]
 CONFIG_KEYS = BASELINE_KEYS + ["num_env_runners", "num_gpus_per_learner", "nodes"]
 DEFAULT_BOOTSTRAP = 1000
 THESIS_ENV = "HumanoidBulletEnv-v0"
+# update_schedule of the runs: the off-policy ones (ddrl.algorithms.common), and PPO's.
+ROUND_ROBIN, FIXED_RATIO, ON_POLICY = "rllib1_round_robin", "fixed_ratio", "on_policy"
+# Settings that only say how an off-policy run schedules its updates: runs that differ in
+# nothing else are one grid measured under both schedules.
+SCHEDULE_SETTINGS = ("update_schedule", "updates_per_step", "rollout_fragment_length")
 
 
 class ScalingError(DdrlError):
@@ -62,8 +72,12 @@ class ScalingError(DdrlError):
 # --------------------------------------------------------------------------- loading
 
 
-def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
+def load_runs(run_dirs: Iterable[str | Path],
+              experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every run's progress rows with its settings and provenance columns.
+
+    ``experiments`` maps run ids to the study's experiment names (``Study.experiment_of``):
+    runs of different experiments are different series even with equal settings.
 
     Raises :class:`ScalingError` naming the file when a required column is missing.
     """
@@ -83,12 +97,18 @@ def load_runs(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
         spec = record["spec"]
         res = spec["resources"]
         host = record.get("host", {})
+        hp = spec.get("hyperparameters", {})
+        if "gradient_updates" not in progress.columns:
+            progress = progress.assign(gradient_updates=np.nan)
         frames.append(progress.assign(
             run_id=record["run_id"],
+            experiment=(experiments or {}).get(record["run_id"], ""),
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],
-            hp=hyperparameter_key(spec.get("hyperparameters", {})),
+            hp=hyperparameter_key(hp),
+            update_schedule=hp.get("update_schedule", ON_POLICY),
+            grid=hyperparameter_key({k: v for k, v in hp.items() if k not in SCHEDULE_SETTINGS}),
             num_env_runners=int(res["num_env_runners"]),
             num_envs_per_env_runner=int(res.get("num_envs_per_env_runner", 1)),
             num_cpus_per_env_runner=int(res.get("num_cpus_per_env_runner", 1)),
@@ -165,11 +185,38 @@ class ScalingResult:
     boot: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
 
 
-def _bootstrap_medians(values: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    if n <= 0:
+def block_length(n: int) -> int:
+    """Block length of the moving-block bootstrap for ``n`` consecutive iterations (n^(1/3))."""
+    return max(1, int(math.ceil(n ** (1 / 3))))
+
+
+def bootstrap_medians(runs: Sequence[np.ndarray], n: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """``n`` bootstrap draws of the median iteration time of a configuration.
+
+    ``runs`` holds each run's steady-state iteration times in order. With two or more runs
+    a draw resamples whole runs (seeds are the independent unit); with one run it is a
+    moving-block bootstrap over its consecutive iterations.
+    """
+    runs = [np.asarray(r, float) for r in runs if len(r)]
+    if n <= 0 or not runs:
         return np.empty(0)
-    idx = rng.integers(0, len(values), size=(n, len(values)))
+    if len(runs) >= 2:
+        picks = rng.integers(0, len(runs), size=(n, len(runs)))
+        return np.array([np.median(np.concatenate([runs[i] for i in row])) for row in picks])
+    values = runs[0]
+    size = len(values)
+    length = block_length(size)
+    starts = rng.integers(0, size - length + 1, size=(n, -(-size // length)))
+    idx = (starts[:, :, None] + np.arange(length)).reshape(n, -1)[:, :size]
     return np.median(values[idx], axis=1)
+
+
+def interval_method(seeds: int, iterations: int) -> str:
+    """How :func:`bootstrap_medians` resampled a configuration, for the tables."""
+    if seeds >= 2:
+        return f"runs ({seeds} seeds)"
+    return f"blocks of {block_length(iterations)} iterations (1 run)"
 
 
 def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
@@ -183,9 +230,10 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
     for keys, group in runs.groupby(CONFIG_KEYS, sort=True):
         cfg = dict(zip(CONFIG_KEYS, keys))
         run_ids = sorted(group["run_id"].unique())
-        st = steady[steady["run_id"].isin(run_ids)]
-        times = st["time_this_iter_s"].to_numpy(float)
-        times = times[np.isfinite(times) & (times > 0)]
+        st = steady[steady["run_id"].isin(run_ids)].sort_values(["run_id", "iteration"])
+        valid = st["time_this_iter_s"].notna() & (st["time_this_iter_s"] > 0)
+        per_run = [g["time_this_iter_s"].to_numpy(float) for _, g in st[valid].groupby("run_id")]
+        times = np.concatenate(per_run) if per_run else np.empty(0)
         label = workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"], cfg["nodes"])
         shared = sorted({o for r in run_ids for o in overlap.get(r, [])} - set(run_ids))
         row = {
@@ -193,11 +241,14 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
             "workers": cfg["num_env_runners"],
             "gpu": int(cfg["num_gpus_per_learner"] > 0),
             "config": label,
+            "grid": group["grid"].iloc[0],
             "seeds": int(group["seed"].nunique()),
             "iterations": int(len(times)),
             "warmup_iterations": warmup_iterations,
             "iter_time_s": math.nan, "iter_time_q1_s": math.nan, "iter_time_q3_s": math.nan,
             "iter_time_iqr_s": math.nan, "env_steps_per_s": math.nan,
+            "updates_per_iter": math.nan, "updates_per_s": math.nan,
+            "updates_per_env_step": math.nan, "interval": "",
             "cpu_model": group["cpu_model"].iloc[0], "cpu_count": group["cpu_count"].iloc[0],
             "ran_alone": not shared,
             "concurrent_runs": len(shared),
@@ -222,8 +273,15 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
             total_t = st["time_this_iter_s"].to_numpy(float)[ok].sum()
             row.update(iter_time_s=med, iter_time_q1_s=q1, iter_time_q3_s=q3,
                        iter_time_iqr_s=q3 - q1,
-                       env_steps_per_s=steps[ok].sum() / total_t if total_t > 0 else math.nan)
-            boot[keys] = _bootstrap_medians(times, n_bootstrap, rng)
+                       env_steps_per_s=steps[ok].sum() / total_t if total_t > 0 else math.nan,
+                       interval=interval_method(len(per_run), len(times)))
+            updates = st["gradient_updates"].to_numpy(float)
+            if ok.any() and np.isfinite(updates[ok]).all():
+                row.update(updates_per_iter=float(np.median(updates[ok])),
+                           updates_per_s=updates[ok].sum() / total_t if total_t > 0 else math.nan,
+                           updates_per_env_step=(updates[ok].sum() / steps[ok].sum()
+                                                 if steps[ok].sum() > 0 else math.nan))
+            boot[keys] = bootstrap_medians(per_run, n_bootstrap, rng)
         rows.append(row)
         parts_rows.append(_breakdown_row(cfg, label, st, group, notes))
     speedup = pd.DataFrame(rows)
@@ -436,33 +494,116 @@ def thesis_speedups(thesis: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True) if out else thesis.assign(speedup=np.nan)
 
 
+def _same_grid(table: pd.DataFrame, row: pd.Series | dict, schedule: str) -> pd.DataFrame:
+    """Rows of ``table`` measured under ``schedule`` with ``row``'s grid and resources."""
+    keys = ["algorithm", "env", "grid", "workers", "gpu", "nodes", "num_envs_per_env_runner",
+            "num_cpus_per_env_runner"]
+    mask = table["update_schedule"] == schedule
+    for k in keys:
+        mask &= table[k] == row[k]
+    return table[mask]
+
+
+def _baseline_of(table: pd.DataFrame, row: pd.Series | dict) -> pd.Series | None:
+    base = _same_grid(table, {**dict(row), "workers": 1, "gpu": 0, "nodes": 1},
+                      row["update_schedule"])
+    base = base[np.isfinite(base["iter_time_s"])]
+    return base.iloc[0] if len(base) else None
+
+
+def schedule_comparison(speedup: pd.DataFrame) -> pd.DataFrame:
+    """Each thesis-semantics (``rllib1_round_robin``) configuration beside the fixed-ratio run
+    of the same grid, with its speedup split into its two causes.
+
+    In round-robin mode an iteration of ``T`` seconds holds ``u`` updates, and ``u`` falls as
+    1/workers. So ``speedup = T(1)/T(n) = [u(1)/u(n)] x [(T(1)/u(1)) / (T(n)/u(n))]``:
+    ``fewer_updates`` is the first factor (less learning per iteration), ``per_update_speedup``
+    the second (sampling and learning done in parallel per update). The fixed-ratio column is
+    the honest speedup: env steps/s at the same updates per env step.
+    """
+    rows = []
+    ok = speedup[np.isfinite(speedup["iter_time_s"])]
+    for _, rr in ok[ok["update_schedule"] == ROUND_ROBIN].iterrows():
+        out = {k: rr[k] for k in ("algorithm", "env", "workers", "gpu", "nodes", "config")}
+        out.update(rr_iter_time_s=rr["iter_time_s"], rr_speedup=rr["speedup"],
+                   rr_speedup_ci_low=rr["speedup_ci_low"], rr_speedup_ci_high=rr["speedup_ci_high"],
+                   rr_updates_per_iter=rr["updates_per_iter"],
+                   rr_updates_per_env_step=rr["updates_per_env_step"],
+                   fewer_updates=math.nan, per_update_speedup=math.nan,
+                   fixed_env_steps_per_s=math.nan, fixed_updates_per_env_step=math.nan,
+                   fixed_speedup=math.nan, fixed_speedup_ci_low=math.nan,
+                   fixed_speedup_ci_high=math.nan, note="")
+        notes = []
+        base = _baseline_of(speedup, rr)
+        if base is not None and rr["updates_per_iter"] > 0 and base["updates_per_iter"] > 0:
+            out["fewer_updates"] = base["updates_per_iter"] / rr["updates_per_iter"]
+            out["per_update_speedup"] = rr["speedup"] / out["fewer_updates"]
+        elif base is None:
+            notes.append("no round-robin baseline (1 runner, no GPU)")
+        fixed = _same_grid(ok, rr, FIXED_RATIO)
+        if len(fixed):
+            f = fixed.iloc[0]
+            fbase = _baseline_of(speedup, f)
+            out.update(fixed_env_steps_per_s=f["env_steps_per_s"],
+                       fixed_updates_per_env_step=f["updates_per_env_step"],
+                       fixed_speedup_ci_low=f["speedup_ci_low"],
+                       fixed_speedup_ci_high=f["speedup_ci_high"])
+            if fbase is not None:
+                out["fixed_speedup"] = f["env_steps_per_s"] / fbase["env_steps_per_s"]
+            else:
+                notes.append("no fixed-ratio baseline (1 runner, no GPU)")
+        else:
+            notes.append("no fixed-ratio run of the same grid")
+        out["note"] = "; ".join(notes)
+        rows.append(out)
+    columns = ["algorithm", "env", "workers", "gpu", "nodes", "config", "rr_iter_time_s",
+               "rr_speedup", "rr_speedup_ci_low", "rr_speedup_ci_high", "rr_updates_per_iter",
+               "rr_updates_per_env_step", "fewer_updates", "per_update_speedup",
+               "fixed_env_steps_per_s", "fixed_updates_per_env_step", "fixed_speedup",
+               "fixed_speedup_ci_low", "fixed_speedup_ci_high", "note"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["algorithm", "env", "gpu", "workers"], ignore_index=True)
+
+
 def thesis_comparison(speedup: pd.DataFrame, thesis: pd.DataFrame) -> pd.DataFrame:
     """Our speedups next to the thesis's, per algorithm, worker count and GPU setting.
 
+    Like is compared with like: for TD3 and SAC "our speedup" comes from runs with the
+    thesis's ``rllib1_round_robin`` update schedule (the iteration semantics of RLlib 1.1);
+    beside it, ``fixed_ratio_speedup`` is the same grid at a fixed number of updates per env
+    step (env steps/s), which is what ddrl reports as the speedup of the computation.
     Both sides use their own reference (see :func:`thesis_speedups`); where the thesis
-    reference is not 1 worker, our speedup is re-based on the same worker count so the
-    two columns compare like with like.
+    reference is not 1 worker, our speedup is re-based on the same worker count.
     """
     th = thesis_speedups(thesis)
-    ours = speedup[np.isfinite(speedup["iter_time_s"])]
+    ours = speedup[np.isfinite(speedup["iter_time_s"]) & (speedup["nodes"] == 1)]
     rows = []
     for row in th.itertuples():
-        mine = ours[(ours["algorithm"].str.lower() == row.algorithm)
-                    & (ours["workers"] == row.num_workers) & (ours["gpu"] == int(row.num_gpus > 0))
-                    & (ours["nodes"] == 1)]
-        ref = ours[(ours["algorithm"].str.lower() == row.algorithm)
-                   & (ours["workers"] == row.reference_workers) & (ours["gpu"] == 0)
-                   & (ours["nodes"] == 1)]
+        algo = ours[ours["algorithm"].str.lower() == row.algorithm]
+        thesis_mode = algo[algo["update_schedule"].isin([ROUND_ROBIN, ON_POLICY])]
+        mine = thesis_mode[(thesis_mode["workers"] == row.num_workers)
+                           & (thesis_mode["gpu"] == int(row.num_gpus > 0))]
         out = {"algorithm": row.algorithm.upper(), "workers": int(row.num_workers),
                "gpu": int(row.num_gpus > 0), "thesis_iter_time_s": row.iteration_time_s,
                "thesis_speedup": row.speedup, "reference": row.reference,
-               "iter_time_s": math.nan, "speedup": math.nan, "env": ""}
+               "update_schedule": "", "iter_time_s": math.nan, "speedup": math.nan,
+               "updates_per_iter": math.nan, "fixed_ratio_speedup": math.nan, "env": ""}
         if len(mine):
             # The thesis ran the humanoid; prefer it where the study has several envs.
             m = mine.sort_values("env", key=lambda e: e != THESIS_ENV, kind="stable").iloc[0]
-            out.update(iter_time_s=m["iter_time_s"], env=m["env"])
-            same = ref[(ref["env"] == m["env"]) & (ref["hp"] == m["hp"])]
-            if len(same):
-                out["speedup"] = same["iter_time_s"].iloc[0] / m["iter_time_s"]
+            out.update(iter_time_s=m["iter_time_s"], env=m["env"],
+                       update_schedule=m["update_schedule"],
+                       updates_per_iter=m["updates_per_iter"])
+            ref = thesis_mode[(thesis_mode["workers"] == row.reference_workers)
+                              & (thesis_mode["gpu"] == 0) & (thesis_mode["env"] == m["env"])
+                              & (thesis_mode["hp"] == m["hp"])]
+            if len(ref):
+                out["speedup"] = ref["iter_time_s"].iloc[0] / m["iter_time_s"]
+            fixed = _same_grid(ours, m, FIXED_RATIO)
+            fixed_ref = _same_grid(ours, {**dict(m), "workers": row.reference_workers, "gpu": 0},
+                                   FIXED_RATIO)
+            if len(fixed) and len(fixed_ref):
+                out["fixed_ratio_speedup"] = (fixed["env_steps_per_s"].iloc[0]
+                                              / fixed_ref["env_steps_per_s"].iloc[0])
         rows.append(out)
     return pd.DataFrame(rows)

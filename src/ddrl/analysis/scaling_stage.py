@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis import cost as cost_mod
-from ddrl.analysis.scaling import aggregate, load_runs, thesis_comparison
+from ddrl.analysis.scaling import aggregate, load_runs, schedule_comparison, thesis_comparison
 from ddrl.analysis.tables import Column, write_table
 from ddrl.runs import RunFolder
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WARMUP = 1
-SCALING_TABLES = ("speedup", "breakdown", "amdahl", "thesis_comparison")
+SCALING_TABLES = ("speedup", "breakdown", "amdahl", "thesis_comparison", "update_schedules")
 
 
 def thesis_iteration_times() -> pd.DataFrame:
@@ -46,27 +46,36 @@ def _provenance_footer(runs: pd.DataFrame, speedup: pd.DataFrame, warmup: int) -
                     + ", ".join(f"{r.algorithm} {r.config}" for r in overlapped.itertuples())
                     + " (their iteration times are not a fair comparison).")
     return (f"Steady state: median over iterations after the first {warmup} of each run; "
-            f"seeds of one configuration pooled. Hosts: {where}. {fairness}")
+            f"seeds of one configuration pooled. 95% intervals: bootstrap over runs (seeds) "
+            f"where a configuration has several, else over blocks of consecutive iterations "
+            f"(the Interval column). Update schedule: rllib1_round_robin is the thesis's "
+            f"RLlib 1.x semantics (one update per sampling round, so fewer updates per env step "
+            f"with more workers), fixed_ratio is ddrl's (the same updates per env step at every "
+            f"worker count). Hosts: {where}. {fairness}")
 
 
 SPEEDUP_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
     Column("gpu", "GPU"), Column("num_cpus_per_env_runner", "CPUs / worker"),
+    Column("update_schedule", "Update schedule"),
     Column("iter_time_s", "Iteration time (s)", 2), Column("iter_time_iqr_s", "IQR (s)", 2),
     Column("speedup", "Speedup", 2), Column("speedup_ci", "95% CI"),
     Column("efficiency", "Efficiency", 2), Column("env_steps_per_s", "Env steps/s", 0),
+    Column("updates_per_s", "Updates/s", 1), Column("updates_per_env_step", "Updates / env step", 3),
+    Column("updates_per_iter", "Updates / iteration", 0), Column("interval", "Interval"),
     Column("iterations", "Iterations"), Column("seeds", "Seeds"), Column("ran_alone", "Ran alone"),
     Column("note", "Note"),
 ]
 BREAKDOWN_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
-    Column("gpu", "GPU"), Column("iter_time_s", "Iteration (s)", 2),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
+    Column("gpu", "GPU"), Column("update_schedule", "Update schedule"), Column("iter_time_s", "Iteration (s)", 2),
     Column("sampling_share", "Sampling", 2), Column("learning_share", "Learning", 2),
     Column("weight_sync_share", "Weight sync", 3), Column("replay_buffer_share", "Replay", 2),
     Column("other_share", "Other", 2), Column("note", "Note"),
 ]
 AMDAHL_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("series", "Series"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"),
+    Column("update_schedule", "Update schedule"), Column("series", "Series"),
     Column("workers_measured", "Workers measured"), Column("serial_fraction", "Serial fraction", 3),
     Column("serial_fraction_ci", "95% CI"), Column("max_speedup", "Max speedup", 1),
     Column("workers_2x", "Workers (2x)", 0), Column("speedup_2x", "Predicted speedup (2x)", 2),
@@ -76,11 +85,26 @@ AMDAHL_COLUMNS = [
 THESIS_COLUMNS = [
     Column("algorithm", "Algorithm"), Column("workers", "Workers"), Column("gpu", "GPU"),
     Column("thesis_iter_time_s", "Thesis iteration (s)", 2),
-    Column("thesis_speedup", "Thesis speedup", 2), Column("iter_time_s", "Our iteration (s)", 2),
-    Column("speedup", "Our speedup", 2), Column("reference", "Speedup relative to"),
+    Column("thesis_speedup", "Thesis speedup", 2), Column("update_schedule", "Our schedule"),
+    Column("iter_time_s", "Our iteration (s)", 2), Column("speedup", "Our speedup", 2),
+    Column("updates_per_iter", "Our updates / iteration", 0),
+    Column("fixed_ratio_speedup", "Our fixed-ratio speedup (env steps/s)", 2),
+    Column("reference", "Speedup relative to"),
+]
+SCHEDULE_COLUMNS = [
+    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
+    Column("gpu", "GPU"), Column("rr_iter_time_s", "Thesis-mode iteration (s)", 2),
+    Column("rr_updates_per_iter", "Updates / iteration", 0),
+    Column("rr_speedup", "Thesis-mode speedup", 2), Column("rr_speedup_ci", "95% CI"),
+    Column("fewer_updates", "of which: fewer updates (x)", 2),
+    Column("per_update_speedup", "of which: parallel sampling and learning (x)", 2),
+    Column("fixed_env_steps_per_s", "Fixed-ratio env steps/s", 1),
+    Column("fixed_updates_per_env_step", "Fixed-ratio updates / env step", 2),
+    Column("fixed_speedup", "Fixed-ratio speedup", 2), Column("fixed_speedup_ci", "95% CI"),
+    Column("note", "Note"),
 ]
 COST_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("config", "Resources"),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"), Column("config", "Resources"),
     Column("priced_as", "Priced as"), Column("price_per_hour", "Price / h", 3),
     Column("train_time_s", "Training time (s)", 0), Column("cost", "Cost", 4),
     Column("return_threshold", "Return threshold", 0), Column("seeds_reached", "Seeds reached"),
@@ -97,11 +121,13 @@ def _interval(low: pd.Series, high: pd.Series, decimals: int) -> pd.Series:
 
 
 def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
-                  settings: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
-    """Write speedup, breakdown, amdahl and thesis_comparison tables (csv, md, tex)."""
+                  settings: Mapping[str, Any] | None = None,
+                  experiments: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Write speedup, breakdown, amdahl, thesis_comparison and update_schedules tables
+    (csv, md, tex). ``experiments`` (run id -> experiment name) keeps experiments apart."""
     settings = settings or {}
     warmup = int(settings.get("warmup_iterations", DEFAULT_WARMUP))
-    runs = load_runs(run_dirs)
+    runs = load_runs(run_dirs, experiments)
     result = aggregate(runs, warmup, n_bootstrap=int(settings.get("bootstrap", 1000)))
     speedup = result.speedup.assign(
         speedup_ci=lambda d: _interval(d["speedup_ci_low"], d["speedup_ci_high"], 2))
@@ -112,6 +138,10 @@ def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     else:
         amdahl = pd.DataFrame(columns=[c.name for c in AMDAHL_COLUMNS])
     comparison = thesis_comparison(result.speedup, thesis_iteration_times())
+    schedules = schedule_comparison(result.speedup).assign(
+        rr_speedup_ci=lambda d: _interval(d["rr_speedup_ci_low"], d["rr_speedup_ci_high"], 2),
+        fixed_speedup_ci=lambda d: _interval(d["fixed_speedup_ci_low"],
+                                             d["fixed_speedup_ci_high"], 2))
     footer = _provenance_footer(runs, result.speedup, warmup)
     tables_dir = Path(tables_dir)
     write_table(speedup, SPEEDUP_COLUMNS, tables_dir / "speedup", footer=footer,
@@ -125,11 +155,17 @@ def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     write_table(comparison, THESIS_COLUMNS, tables_dir / "thesis_comparison",
                 footer="Thesis: HumanoidBulletEnv-v0 on CTE-POWER (POWER9, V100), RLlib 1.1, its "
                        "last iteration's time. Hardware differs: compare speedups, not seconds.",
-                caption="Our speedups next to the thesis's published ones")
+                caption="Our speedups next to the thesis's published ones (TD3/SAC: runs with "
+                        "the thesis's rllib1_round_robin schedule; beside them the same grid at "
+                        "a fixed ratio)")
+    write_table(schedules, SCHEDULE_COLUMNS, tables_dir / "update_schedules", footer=footer,
+                caption="Off-policy speedup under the thesis's update schedule, split into "
+                        "fewer updates per iteration and parallel work per update, beside "
+                        "the fixed-ratio speedup of the same grid")
     for note in result.notes:
         log.warning("scaling: %s", note)
     return {"speedup": speedup, "breakdown": result.breakdown, "amdahl": amdahl,
-            "thesis_comparison": comparison}
+            "thesis_comparison": comparison, "update_schedules": schedules}
 
 
 RUNS_COLUMNS = [
@@ -164,10 +200,11 @@ def provenance_table(run_dirs: Iterable[str | Path], stem: str | Path) -> pd.Dat
 
 
 def cost_stage(run_dirs: Iterable[str | Path], stem: str | Path,
-               cost_cfg: Mapping[str, Any] | None = None) -> pd.DataFrame:
+               cost_cfg: Mapping[str, Any] | None = None,
+               experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Write the cost table (csv, md, tex)."""
     cfg = cost_mod.with_defaults(cost_cfg or {})
-    table = cost_mod.cost_table(load_runs(run_dirs), cfg)
+    table = cost_mod.cost_table(load_runs(run_dirs, experiments), cfg)
     write_table(table, COST_COLUMNS, stem, footer=cfg["prices_note"],
                 caption="Cost per run and to reach the return threshold "
                         f"({cfg['currency']}, example prices)")

@@ -86,7 +86,15 @@ def experiment_schema() -> dict[str, Any]:
         "type": "object",
         "description": "A grid of runs: algorithms x envs x seeds x resources.",
         "properties": {
-            "name": NAME,
+            "name": {**NAME, "description": "id used to group its runs in figures and tables "
+                                            "(default experiment-<position>)"},
+            "purpose": {"enum": ["learning", "timing", "both"], "default": "both",
+                        "description": "learning: reward curves and returns tables; timing: "
+                                       "speedup, breakdown and cost tables; both: all"},
+            "outputs": {"type": "array", "items": {"enum": ["eval", "video", "policy"]},
+                        "uniqueItems": True,
+                        "description": "per-run outputs (eval.json, video + frames, policy.pt); "
+                                       "default: all for learning/both, eval only for timing"},
             "algorithms": {
                 "type": "array",
                 "items": {"enum": sorted(ALGORITHMS)},

@@ -19,7 +19,37 @@ from ddrl.config.search_space import Search, attach_searches, best_hyperparamete
 from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
 
-__all__ = ["RunSpec", "Study", "expand_runs", "load_yaml", "validate_config"]
+__all__ = ["Experiment", "RunSpec", "Study", "expand_runs", "load_yaml", "validate_config"]
+
+# What an experiment is for, and the per-run outputs each purpose asks for by default:
+# timing runs are evaluated (cheap, and it checks they learn at all) but not rendered or
+# exported, which in the thesis study saved three of every four jobs of a timing run.
+PURPOSES = ("learning", "timing", "both")
+RUN_OUTPUTS = ("eval", "video", "policy")
+DEFAULT_OUTPUTS = {"learning": RUN_OUTPUTS, "both": RUN_OUTPUTS, "timing": ("eval",)}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment's name, what it is for, and which per-run outputs it wants.
+
+    Figures and tables group runs by experiment, so a learning run and a timing run with
+    the same algorithm, env and resources never share a curve or a speedup cell.
+    """
+
+    name: str
+    purpose: str = "both"
+    outputs: tuple[str, ...] = RUN_OUTPUTS
+
+    @classmethod
+    def from_config(cls, exp: Mapping[str, Any], index: int) -> "Experiment":
+        purpose = exp.get("purpose", "both")
+        outputs = exp.get("outputs", DEFAULT_OUTPUTS[purpose])
+        return cls(exp.get("name") or f"experiment-{index + 1}", purpose, tuple(outputs))
+
+    def is_for(self, purpose: str) -> bool:
+        """Learning or timing: does this experiment's data feed that kind of figure?"""
+        return self.purpose in (purpose, "both")
 
 def _describe(error: jsonschema.ValidationError) -> str:
     path = ".".join(str(p) for p in error.absolute_path) or "<top level>"
@@ -64,12 +94,13 @@ def validate_config(config: Any, source: str = "config") -> None:
 
 
 def expand_runs(config: Mapping[str, Any], source: str = "config",
-                inputs: dict[str, list[str]] | None = None) -> dict[str, RunSpec]:
+                inputs: dict[str, list[str]] | None = None,
+                experiment_of: dict[str, str] | None = None) -> dict[str, RunSpec]:
     """All runs of a validated config, keyed by run id, in config order.
 
     An experiment with ``hyperparameters_from`` whose file does not exist yet is skipped
     (ddrl.config.search_space.attach_searches says why); ``inputs`` collects each run's input
-    files.
+    files and ``experiment_of`` each run's experiment name.
     """
     runs: dict[str, RunSpec] = {}
     origin: dict[str, str] = {}
@@ -100,6 +131,8 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
                 )
             runs[spec.run_id] = spec
             origin[spec.run_id] = where
+            if experiment_of is not None:
+                experiment_of[spec.run_id] = Experiment.from_config(exp, i).name
             if inputs is not None and exp.get("hyperparameters_from"):
                 inputs[spec.run_id] = [exp["hyperparameters_from"]]
     return runs
@@ -117,6 +150,8 @@ class Study:
     search_runs: dict[str, list[str]] = field(default_factory=dict)  # search id -> run ids
     run_inputs: dict[str, list[str]] = field(default_factory=dict)  # e.g. a best.yaml
     deferred: list[str] = field(default_factory=list)  # experiments waiting for a search
+    experiments: dict[str, Experiment] = field(default_factory=dict)  # by name, config order
+    experiment_of: dict[str, str] = field(default_factory=dict)  # run id -> experiment name
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], source: str = "config",
@@ -124,8 +159,18 @@ class Study:
         config = json.loads(json.dumps(config))  # plain, detached copy
         validate_config(config, source)
         inputs: dict[str, list[str]] = {}
-        study = cls(config["study"], config, expand_runs(config, source, inputs),
-                    Path(results_dir), run_inputs=inputs)
+        experiment_of: dict[str, str] = {}
+        experiments: dict[str, Experiment] = {}
+        for i, exp in enumerate(config["experiments"]):
+            e = Experiment.from_config(exp, i)
+            if e.name in experiments:
+                raise ConfigError(f"{source}: experiments.{i}.name: {e.name!r} is already the "
+                                  "name of another experiment; experiment names must be unique")
+            experiments[e.name] = e
+        study = cls(config["study"], config,
+                    expand_runs(config, source, inputs, experiment_of),
+                    Path(results_dir), run_inputs=inputs, experiments=experiments,
+                    experiment_of=experiment_of)
         attach_searches(study, source)
         return study
 
@@ -142,3 +187,20 @@ class Study:
 
     def __iter__(self) -> Iterator[RunSpec]:
         return iter(self.runs.values())
+
+    def experiment_runs(self, purpose: str | None = None, output: str | None = None) -> list[str]:
+        """Run ids of the experiments (not search trials), in config order, optionally only
+        those for ``purpose`` ("learning" or "timing") or that want ``output``."""
+        if purpose is not None and purpose not in ("learning", "timing"):
+            raise ValueError(f"purpose must be 'learning' or 'timing', got {purpose!r}")
+        if output is not None and output not in RUN_OUTPUTS:
+            raise ValueError(f"output must be one of {RUN_OUTPUTS}, got {output!r}")
+        out = []
+        for run_id, name in self.experiment_of.items():
+            exp = self.experiments[name]
+            if purpose is not None and not exp.is_for(purpose):
+                continue
+            if output is not None and output not in exp.outputs:
+                continue
+            out.append(run_id)
+        return out

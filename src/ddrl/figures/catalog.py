@@ -16,6 +16,8 @@ FIGURES = {
     "fig21-22_breakdown": "thesis Figs 21-22: iteration time by task",
     "cost_pareto": "time and cost to reach the return threshold (the thesis's cost question)",
     "thesis_comparison": "our speedups next to the thesis's published ones",
+    "update_schedules": "off-policy speedup under the thesis's update schedule (split into "
+                        "fewer updates and parallel work) and at a fixed update ratio",
 }
 
 # figure stem -> report category.

@@ -55,16 +55,22 @@ def on_common_grid(df: pd.DataFrame, x: str, y: str, by: list[str]) -> pd.DataFr
 
 
 def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
-                  x: str = "env_steps", panel: str = "env", hue: str = "algorithm") -> None:
+                  x: str = "env_steps", panel: str = "env", hue: str = "algorithm") -> pd.DataFrame:
     """Mean episode return against ``x``: mean and 95% CI across seeds.
 
     One panel per ``panel`` value, ``hue`` as colour and line style (readable in greyscale),
-    and resource settings as separate lines when there are several.
+    and resource settings and experiments (an ``experiment`` column) as separate lines when
+    there are several: each series spans its own runs' full length. Returns the plotted
+    data (one row per series and grid point, with ``series`` and ``run_id``).
     """
-    by = sorted({panel, hue, "resources"})
+    if "experiment" not in progress:
+        progress = progress.assign(experiment="")
+    by = sorted({panel, hue, "resources", "experiment"})
     data = on_common_grid(progress, x, "episode_return_mean", by)
     multi_res = data["resources"].nunique() > 1
-    data["series"] = data[hue] + (" | " + data["resources"] if multi_res else "")
+    multi_exp = data["experiment"].nunique() > 1
+    data["series"] = (data[hue] + (" | " + data["resources"] if multi_res else "")
+                      + (" | " + data["experiment"] if multi_exp else ""))
     panels = sorted(data[panel].unique())
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
     # One colour, marker and dash per series across panels; each legend lists its own panel's.
@@ -88,3 +94,4 @@ def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
     fig.suptitle(f"Reward curves (mean and 95% CI over up to {n_seeds} seed(s))", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data

@@ -39,9 +39,14 @@ def _panels(table: pd.DataFrame, keys=("algorithm", "env")) -> list[tuple[tuple,
     return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(keys, sort=True)]
 
 
-def _title(key: tuple) -> str:
+def _title(key: tuple, group: pd.DataFrame | None = None) -> str:
     algo, env, *rest = key
-    return f"{algo} on {env}" + (f" (hp {rest[0]})" if rest else "")
+    title = f"{algo} on {env}"
+    schedules = sorted(set(group["update_schedule"])) if group is not None and \
+        "update_schedule" in group else []
+    if len(schedules) == 1 and schedules[0] != "on_policy":
+        title += f", {schedules[0]}"
+    return title + (f" (hp {rest[0]})" if rest else "")
 
 
 def _grid(n: int, width: float = 5.0, height: float = 4.0):
@@ -53,7 +58,8 @@ def _grid(n: int, width: float = 5.0, height: float = 4.0):
     return fig, list(axes.flat[:n])
 
 
-def _empty(pdf, png, message: str) -> None:
+def empty_figure(pdf, png, message: str) -> None:
+    """A figure that says, in words, why there is nothing to plot."""
     fig, ax = plt.subplots(figsize=(6, 2.5))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=10)
@@ -83,11 +89,12 @@ def _fit_row(amdahl: pd.DataFrame, key: tuple, gpu: int):
     return m.iloc[0] if len(m) else None
 
 
-def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Median steady-state iteration time vs workers, log-log, IQR bars, ideal 1/n, Amdahl fit."""
     data = speedup[np.isfinite(speedup["iter_time_s"].astype(float))]
     if data.empty:
-        return _empty(pdf, png, "No configuration has steady-state iterations to plot.")
+        empty_figure(pdf, png, "No configuration has steady-state iterations to plot.")
+        return pd.DataFrame()
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -115,20 +122,22 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
         _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("iteration time (s), steady state")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle("Training iteration time by number of workers (thesis Figs 15-20)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> None:
+def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Speedup vs workers with its 95% bootstrap interval, the ideal line and the Amdahl fit."""
     data = speedup[np.isfinite(speedup["speedup"].astype(float))]
     if data.empty:
         notes = sorted(set(speedup["note"].dropna()) - {""})
-        return _empty(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+        empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
+        return pd.DataFrame()
     panels = _panels(data)
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
@@ -155,20 +164,22 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> Non
         _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("speedup vs 1 runner, CPU (x)")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle("Speedup by number of workers", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
+def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Stacked bars: median seconds per iteration by task, per worker count, CPU and GPU."""
     data = breakdown[np.isfinite(breakdown["sampling_share"].astype(float))]
     if data.empty:
         notes = sorted(set(breakdown["note"].dropna()) - {""})
-        return _empty(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+        empty_figure(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
+        return pd.DataFrame()
     panels = [((*k, gpu), g) for k, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
     fig, axes = _grid(len(panels), width=5.0, height=4.0)
     parts = [p for p in list(PARTS.values()) + ["other"]]
@@ -196,14 +207,16 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> None:
     fig.suptitle("Training iteration time by task (thesis Figs 21-22)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return data
 
 
-def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
+def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Time against cost to reach each env's return threshold; the Pareto front joined."""
     ok = cost[np.isfinite(cost["time_to_threshold_s"].astype(float))]
     if ok.empty:
         lines = [f"{r.algorithm} {r.env} {r.config}: {r.note}" for r in cost.itertuples()][:6]
-        return _empty(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+        empty_figure(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
+        return pd.DataFrame()
     panels = _panels(ok)
     fig, axes = _grid(len(panels))
     currency = cost["currency"].iloc[0]
@@ -222,15 +235,16 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> None:
         thr = group["return_threshold"].iloc[0]
         ax.set_xlabel(f"training time to mean return {thr:g} (s)")
         ax.set_ylabel(f"cost to reach it ({currency}, example prices)")
-        ax.set_title(_title(key))
+        ax.set_title(_title(key, group))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Time and cost to reach the return threshold", fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return ok
 
 
-def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
+def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Per algorithm: the thesis's speedups (open) and ours (filled), CPU and GPU."""
     algos = sorted(comparison["algorithm"].unique())
     fig, axes = _grid(len(algos))
@@ -262,13 +276,83 @@ def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> None:
                  fontsize=11)
     fig.tight_layout()
     save_figure(fig, pdf, png)
+    return comparison
 
 
-def reward_figures(progress: pd.DataFrame, outputs: dict[str, tuple[Path, Path]]) -> None:
-    """Figs 12-14: one panel per algorithm, against env steps and against training time."""
+SCHEDULE_STYLE = {  # update_schedules.csv column -> (label, style)
+    "rr_speedup": ("thesis semantics (rllib1_round_robin): iteration-time speedup",
+                   {"color": "black", "marker": "o", "mfc": "black", "linestyle": "-"}),
+    "fewer_updates": ("  of which: fewer updates per iteration",
+                      {"color": "0.5", "marker": "v", "mfc": "white", "linestyle": "--"}),
+    "per_update_speedup": ("  of which: parallel sampling and learning",
+                           {"color": "0.5", "marker": "^", "mfc": "0.5", "linestyle": "-."}),
+    "fixed_speedup": ("fixed_ratio (ddrl): env steps/s speedup",
+                      {"color": "black", "marker": "s", "mfc": "white", "linestyle": ":"}),
+}
+
+
+def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pdf,
+                           png) -> pd.DataFrame:
+    """Per algorithm, env and learner: the speedup under the thesis's update schedule, its
+    two factors, the fixed-ratio speedup of the same grid and the thesis's published one.
+
+    Returns the points drawn (panel, series, workers, speedup), so tests can check them."""
+    drawn: list[dict] = []
+    data = schedules[np.isfinite(schedules["rr_speedup"].astype(float))]
+    if data.empty:
+        empty_figure(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
+                         "update schedule with its 1-runner baseline.")
+        return pd.DataFrame(drawn, columns=["panel", "series", "workers", "speedup"])
+    panels = [(k, g) for k, g in data.groupby(["algorithm", "env", "gpu"], sort=True)]
+    fig, axes = _grid(len(panels))
+    for ax, ((algo, env, gpu), group) in zip(axes, panels):
+        group = group.sort_values("workers")
+        panel = f"{algo} on {env}" + (", GPU learner" if gpu else "")
+        for col, (label, st) in SCHEDULE_STYLE.items():
+            y = group[col].astype(float)
+            ok = np.isfinite(y)
+            if not ok.any():
+                continue
+            yerr = None
+            if f"{col}_ci_low" in group:
+                lo, hi = group[f"{col}_ci_low"].astype(float), group[f"{col}_ci_high"].astype(float)
+                yerr = np.nan_to_num(np.clip(np.vstack([y - lo, hi - y])[:, ok], 0, None))
+            ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
+            drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(group["workers"][ok], y[ok])]
+        thesis = comparison[(comparison["algorithm"] == algo) & (comparison["gpu"] == gpu)]
+        if len(thesis) and env == "HumanoidBulletEnv-v0":
+            ax.plot(thesis["workers"], thesis["thesis_speedup"], color="0.3", marker="D",
+                    mfc="none", linestyle="none", label="thesis, published (RLlib 1.1)")
+            drawn += [{"panel": panel, "series": "thesis", "workers": int(w), "speedup": float(v)}
+                      for w, v in zip(thesis["workers"], thesis["thesis_speedup"])]
+        top = max(group["workers"].max(), thesis["workers"].max() if len(thesis) else 1)
+        n = np.geomspace(1, top, 20)
+        ax.plot(n, n, color="0.7", linestyle=":", lw=1, label="ideal (speedup = workers)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _worker_ticks(ax, list(group["workers"]) + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"))
+        ax.set_xlabel("env runners (workers)")
+        ax.set_ylabel("speedup vs 1 runner (x)")
+        ax.set_title(f"{algo} on {env}" + (", GPU learner" if gpu else ""))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6)
+    fig.suptitle("Off-policy speedup: the thesis's update schedule vs a fixed update ratio",
+                 fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+    return pd.DataFrame(drawn)
+
+
+def reward_figures(progress: pd.DataFrame,
+                   outputs: dict[str, tuple[Path, Path]]) -> dict[str, pd.DataFrame]:
+    """Figs 12-14: one panel per algorithm, against env steps and against training time.
+    Returns each figure's plotted data by name."""
     # One panel per algorithm and env: returns of different envs do not share a scale.
     progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
-    pdf, png = outputs["fig12-14_reward_curves"]
-    reward_curves(progress, pdf, png, x="env_steps", panel="task", hue="algorithm")
-    pdf, png = outputs["fig12-14_reward_curves_wallclock"]
-    reward_curves(progress, pdf, png, x="time_total_s", panel="task", hue="algorithm")
+    drawn = {}
+    for name, x in (("fig12-14_reward_curves", "env_steps"),
+                    ("fig12-14_reward_curves_wallclock", "time_total_s")):
+        pdf, png = outputs[name]
+        drawn[name] = reward_curves(progress, pdf, png, x=x, panel="task", hue="algorithm")
+    return drawn

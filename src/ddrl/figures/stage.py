@@ -8,13 +8,22 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
+from ddrl import atomic
+
 from ddrl.analysis.results import load_progress
 from ddrl.figures import scaling as figs
 
 
 def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
-                  outputs: Mapping[str, tuple[str | Path, str | Path]]) -> None:
-    """Draw every scaling-study figure; ``outputs`` maps a figure stem to (pdf, png)."""
+                  outputs: Mapping[str, tuple[str | Path, str | Path]],
+                  experiments: Mapping[str, str] | None = None) -> None:
+    """Draw every scaling-study figure; ``outputs`` maps a figure stem to (pdf, png).
+
+    ``run_dirs`` are the learning runs (reward curves; ``experiments`` maps their ids to
+    experiment names); the scaling figures read the tables in ``tables_dir``. Each figure's
+    plotted data goes next to it as ``<name>.csv`` (its source data)."""
+    run_dirs = list(run_dirs)
+    drawn: dict[str, pd.DataFrame] = {}
     tables_dir = Path(tables_dir)
 
     def read(name: str) -> pd.DataFrame:
@@ -24,13 +33,32 @@ def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     for df in (speedup, breakdown, amdahl):
         if "note" in df:
             df["note"] = df["note"].fillna("")
-    figs.reward_figures(load_progress(run_dirs), {k: outputs[k] for k in
-                                                  ("fig12-14_reward_curves",
-                                                   "fig12-14_reward_curves_wallclock")})
-    figs.iteration_time_figure(speedup, amdahl, *outputs["fig15-20_iteration_time"])
-    figs.speedup_figure(speedup, amdahl, *outputs["fig15-20_speedup"])
-    figs.breakdown_figure(breakdown, *outputs["fig21-22_breakdown"])
+    reward_outputs = {k: outputs[k] for k in ("fig12-14_reward_curves",
+                                              "fig12-14_reward_curves_wallclock")}
+    if run_dirs:
+        drawn.update(figs.reward_figures(load_progress(run_dirs, experiments), reward_outputs))
+    else:
+        for name, (pdf, png) in reward_outputs.items():
+            figs.empty_figure(pdf, png, "No learning experiment in this study "
+                                        "(every experiment has purpose: timing).")
+            drawn[name] = pd.DataFrame()
+    drawn["fig15-20_iteration_time"] = figs.iteration_time_figure(
+        speedup, amdahl, *outputs["fig15-20_iteration_time"])
+    drawn["fig15-20_speedup"] = figs.speedup_figure(speedup, amdahl, *outputs["fig15-20_speedup"])
+    drawn["fig21-22_breakdown"] = figs.breakdown_figure(breakdown, *outputs["fig21-22_breakdown"])
     cost = read("cost")
     cost["note"] = cost["note"].fillna("")
-    figs.cost_pareto_figure(cost, *outputs["cost_pareto"])
-    figs.thesis_comparison_figure(read("thesis_comparison"), *outputs["thesis_comparison"])
+    drawn["cost_pareto"] = figs.cost_pareto_figure(cost, *outputs["cost_pareto"])
+    drawn["thesis_comparison"] = figs.thesis_comparison_figure(read("thesis_comparison"),
+                                                               *outputs["thesis_comparison"])
+    schedules = read("update_schedules")
+    schedules["note"] = schedules["note"].fillna("")
+    drawn["update_schedules"] = figs.update_schedule_figure(
+        schedules, read("thesis_comparison"), *outputs["update_schedules"])
+    for name, data in drawn.items():
+        atomic.write_text(source_data_path(outputs[name][1]), data.to_csv(index=False))
+
+
+def source_data_path(png: str | Path) -> Path:
+    """Where a figure's plotted data goes: next to its PNG, as CSV."""
+    return Path(png).with_suffix(".csv")

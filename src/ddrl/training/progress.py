@@ -14,6 +14,8 @@ COLUMNS = [
     "iteration",
     "env_steps",
     "env_steps_this_iter",
+    "gradient_updates",
+    "gradient_updates_total",
     "episode_return_mean",
     "episode_return_min",
     "episode_return_max",
@@ -36,6 +38,10 @@ COLUMNS = [
 RESULT_KEYS = {
     "env_steps": "num_env_steps_sampled_lifetime",
     "env_steps_this_iter": "env_runners/num_env_steps_sampled",
+    # ddrl's off-policy loop counts its updates (ddrl.algorithms.offpolicy.UPDATES_KEY);
+    # empty for PPO, whose updates per iteration follow from its batch settings.
+    "gradient_updates": "ddrl/num_gradient_updates",
+    "gradient_updates_total": "ddrl/num_gradient_updates_lifetime",
     "episode_return_mean": "env_runners/episode_return_mean",
     "episode_return_min": "env_runners/episode_return_min",
     "episode_return_max": "env_runners/episode_return_max",
@@ -121,7 +127,8 @@ def row_from_result(result: Mapping[str, Any], *, iteration: int, time_total_s: 
     row["timestamp"] = timestamp
     t = row["time_this_iter_s"]
     row["env_steps_per_s"] = row["env_steps_this_iter"] / t if t and t > 0 else math.nan
-    for col in ("env_steps", "env_steps_this_iter", "episodes_this_iter",
+    for col in ("env_steps", "env_steps_this_iter", "gradient_updates", "gradient_updates_total",
+                "episodes_this_iter",
                 "env_runner_restarts", "healthy_env_runners"):
         if not math.isnan(row[col]):
             row[col] = int(row[col])

@@ -19,7 +19,10 @@ from ddrl.algorithms.base import (
     register,
 )
 from ddrl.algorithms.common import (
+    FIXED_RATIO,
     REPLAY_BUFFER_TYPES,
+    UPDATE_SCHEDULE_HELP,
+    UPDATE_SCHEDULES,
     apply_run_settings,
     model_config,
     replay_buffer_config,
@@ -39,6 +42,7 @@ PARAMS = {
     "train_batch_size": Param(POS_INT, 256, "replay minibatch size"),
     "updates_per_step": Param(POS_FLOAT, 1.0, "gradient updates per sampled env step"),
     "num_steps_sampled_before_learning_starts": Param(NONNEG_INT, 1000, "warm-up env steps"),
+    "update_schedule": Param({"enum": list(UPDATE_SCHEDULES)}, FIXED_RATIO, UPDATE_SCHEDULE_HELP),
     "replay_buffer_capacity": Param(POS_INT, 1_000_000, "replay buffer size (env steps)"),
     "replay_buffer_type": Param({"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
                                 "TransitionReplayBuffer (ddrl, fast, uniform) or one of RLlib's "
@@ -74,6 +78,7 @@ def build(spec):
             n_step=hp["n_step"],
             train_batch_size_per_learner=hp["train_batch_size"],
             updates_per_step=hp["updates_per_step"],
+            update_schedule=hp["update_schedule"],
             training_intensity=training_intensity(hp),
             num_steps_sampled_before_learning_starts=hp["num_steps_sampled_before_learning_starts"],
             replay_buffer_config=replay_buffer_config(hp),

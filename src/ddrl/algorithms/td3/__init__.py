@@ -20,7 +20,10 @@ from ddrl.algorithms.base import (
     register,
 )
 from ddrl.algorithms.common import (
+    FIXED_RATIO,
     REPLAY_BUFFER_TYPES,
+    UPDATE_SCHEDULE_HELP,
+    UPDATE_SCHEDULES,
     apply_run_settings,
     replay_buffer_config,
     training_intensity,
@@ -43,6 +46,7 @@ PARAMS = {
                                "(normalised action units, [-1, 1]); none in evaluation"),
     "train_batch_size": Param(POS_INT, 256, "replay minibatch size"),
     "updates_per_step": Param(POS_FLOAT, 1.0, "gradient (critic) updates per sampled env step"),
+    "update_schedule": Param({"enum": list(UPDATE_SCHEDULES)}, FIXED_RATIO, UPDATE_SCHEDULE_HELP),
     "num_steps_sampled_before_learning_starts": Param(
         NONNEG_INT, 10_000, "warm-up env steps with uniform random actions, no training"),
     "replay_buffer_type": Param({"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
@@ -82,6 +86,7 @@ def build(spec):
             critic_activation=hp["critic_activation"],
             train_batch_size_per_learner=hp["train_batch_size"],
             updates_per_step=hp["updates_per_step"],
+            update_schedule=hp["update_schedule"],
             training_intensity=training_intensity(hp),
             num_steps_sampled_before_learning_starts=hp["num_steps_sampled_before_learning_starts"],
             replay_buffer_config=replay_buffer_config(hp),
