@@ -138,7 +138,12 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.
         notes = sorted(set(speedup["note"].dropna()) - {""})
         empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
         return pd.DataFrame()
-    panels = _panels(data)
+    # A series measured at one worker count has no speedup curve: no panel for it.
+    panels = [(key, group) for key, group in _panels(data) if group["workers"].nunique() > 1]
+    if not panels:
+        empty_figure(pdf, png, "No speedup to plot: every series ran with a single worker count.")
+        return pd.DataFrame()
+    data = pd.concat([group for _, group in panels])
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
         top = group["workers"].max()
