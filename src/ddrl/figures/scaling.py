@@ -17,7 +17,8 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 # The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
 from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
-from ddrl.figures.learning import plt, reward_curves, save_figure
+from ddrl.figures.learning import reward_curves
+from ddrl.figures.style import plt, save_figure
 from ddrl.analysis.scaling import PARTS, amdahl_curve
 
 

@@ -1,0 +1,25 @@
+"""Figure style, one place for every figure: a headless backend, PDF (papers) and PNG
+(report) written atomically at one resolution, and the shared look (greyscale-readable
+series, light grids)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: jobs run without a display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ddrl import atomic  # noqa: E402
+
+DPI = 150
+GRID_ALPHA = 0.3
+
+
+def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path, dpi: int = DPI) -> None:
+    """Write ``fig`` as PDF and PNG, each atomically, and close it."""
+    for target, fmt in ((pdf, "pdf"), (png, "png")):
+        with atomic.atomic_path(target) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
