@@ -21,7 +21,7 @@ from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.training.runtime import learner_threads, ray_session
-from ddrl.cluster.slurm import env_runner_placement
+from ddrl.cluster.ray_nodes import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
 
 log = logging.getLogger(__name__)

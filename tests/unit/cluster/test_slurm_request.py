@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddrl.cluster import slurm
+from ddrl.cluster import ray_nodes, slurm
 from ddrl.errors import ConfigError
 from ddrl.config.study import Study
 
@@ -50,12 +50,12 @@ def test_runtime_follows_the_budget_and_grows_with_the_attempt(tmp_path):
 
 
 def test_port_blocks_differ_between_jobs_and_stay_in_range():
-    a, b = slurm.job_ports(1234), slurm.job_ports(1235)
+    a, b = ray_nodes.job_ports(1234), ray_nodes.job_ports(1235)
     assert not set(a.values()) & set(b.values())
-    for ports in (a, b, slurm.job_ports(10**9 + 7)):
+    for ports in (a, b, ray_nodes.job_ports(10**9 + 7)):
         assert len(set(ports.values())) == len(ports)
-        assert slurm.PORT_LOW <= min(ports.values())
-        assert max(ports.values()) < slurm.PORT_HIGH <= 32768  # below the ephemeral range
+        assert ray_nodes.PORT_LOW <= min(ports.values())
+        assert max(ports.values()) < ray_nodes.PORT_HIGH <= 32768  # below the ephemeral range
         assert ports["min-worker-port"] > max(v for k, v in ports.items() if "worker" not in k)
 
 
