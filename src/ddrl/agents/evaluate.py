@@ -38,7 +38,7 @@ from ddrl import atomic
 from ddrl.training import checkpoints, provenance
 from ddrl.errors import CheckpointError, ConfigError
 from ddrl.analysis.tables import Column, write_formats
-from ddrl.runs import RunSpec
+from ddrl.runs import RunFolder, RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def write_eval(spec: RunSpec, run_dir: str | Path, out: str | Path, episodes: in
 def curve_checkpoints(run_dir: str | Path, run_id: str) -> list[tuple[Path, dict[str, Any]]]:
     """Intermediate checkpoints of a run that pass their manifest check, oldest first."""
     found = []
-    for path in checkpoints.listed(Path(run_dir) / "work" / "checkpoints"):
+    for path in checkpoints.listed(RunFolder(run_dir).work_checkpoints):
         try:
             manifest = checkpoints.read_manifest(path)
         except CheckpointError as err:
@@ -184,7 +184,7 @@ def evaluate_curve(spec: RunSpec, run_dir: str | Path, episodes: int) -> list[di
     seeds = eval_seeds(spec, episodes)
     paths = {int(m["iteration"]): p for p, m in curve_checkpoints(run_dir, spec.run_id)}
     final = load_run_policy(spec, run_dir)  # also checks the final checkpoint
-    paths[final.iteration] = run_dir / "checkpoint"
+    paths[final.iteration] = RunFolder(run_dir).checkpoint
     rows = []
     for iteration in sorted(paths):
         policy = final if iteration == final.iteration else load_run_policy(

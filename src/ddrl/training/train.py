@@ -223,7 +223,7 @@ def train_run(
 
 def _first_start(run_dir: Path, started: str) -> str:
     """The start time of the first attempt, kept across resumes."""
-    marker = run_dir / "work" / "started"
+    marker = RunFolder(run_dir).work / "started"
     if marker.exists():
         return marker.read_text().strip()
     atomic.write_text(marker, started)
