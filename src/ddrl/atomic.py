@@ -7,12 +7,15 @@ is then renamed over the target (atomic on POSIX filesystems).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+from ddrl.errors import OutputError
 
 
 @contextlib.contextmanager
@@ -23,9 +26,12 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     temporary file is removed and ``target`` is untouched.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or target.suffix,
-                               dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or target.suffix,
+                                   dir=target.parent)
+    except OSError as err:
+        _raise_output_error(target, err)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -34,8 +40,25 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.chmod(tmp_path, 0o644)
         os.replace(tmp_path, target)
+    except OSError as err:
+        _raise_output_error(target, err)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+# Errors of the disk or folder, not of the data: reported as "cannot write <target>".
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def _raise_output_error(target: Path, err: OSError) -> None:
+    """Re-raise ``err``; a disk or permission error as an OutputError naming ``target``."""
+    if isinstance(err, OutputError) or err.errno not in _DISK_ERRNOS:
+        raise err
+    hint = {errno.ENOSPC: "is the disk full?", errno.EDQUOT: "is the disk quota used up?",
+            errno.EROFS: "the folder is on a read-only filesystem"}.get(
+                err.errno, "is the folder read-only for this user?")
+    raise OutputError(err.errno, f"cannot write {target}: {os.strerror(err.errno)} ({hint}); "
+                                 "nothing was written under that name") from err
 
 
 def write_text(target: str | Path, text: str) -> None:

@@ -18,7 +18,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from ddrl.config.study import Study
 
     study = Study.from_file(args.config)
-    print(f"{args.config}: valid; study {study.name!r} has {len(study.runs)} run(s)")
+    if args.local:
+        from ddrl.config.preflight import check_local_cpus, check_local_gpus
+
+        check_local_cpus(study.runs, str(args.config))
+        check_local_gpus(study.runs, str(args.config))
+    where = " and fits this machine" if args.local else ""
+    print(f"{args.config}: valid{where}; study {study.name!r} has {len(study.runs)} run(s)")
     return 0
 
 
@@ -152,8 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="check a study config against the schema")
+    p = sub.add_parser("validate", help="check a study config: schema, env spaces vs "
+                                        "algorithms, hyperparameter relations")
     p.add_argument("config")
+    p.add_argument("--local", action="store_true",
+                   help="also check that every run fits this machine's CPUs and GPUs (the "
+                        "local profile's checks before any job starts)")
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("runs", help="list the run ids of a study")

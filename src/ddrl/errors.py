@@ -11,3 +11,11 @@ class ConfigError(DdrlError):
 
 class CheckpointError(DdrlError):
     """A checkpoint is missing, incomplete or belongs to another run."""
+
+
+class OutputError(DdrlError, OSError):
+    """An output cannot be written (disk full, read-only folder). An OSError too, so code
+    that handles a failed write keeps working; the message names the output's path."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()

@@ -203,8 +203,10 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, Any], "pd.DataFrame"]:
 def run_record(spec: RunSpec, *, iterations: int, env_steps: int, time_total_s: float,
                episode_return_mean: Any, rllib_config: Any, placement: Any, sessions: int,
                started: str, finished: str, command: list[str],
-               provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """The content of a finished run's ``run.json``."""
+               provenance: Mapping[str, Any], episodes: float | None = None,
+               stop_reason: str | None = None) -> dict[str, Any]:
+    """The content of a finished run's ``run.json``; ``stop_reason`` says which budget limit
+    ended the run (return_threshold, env_steps or time_limit_s)."""
     return {
         "run_id": spec.run_id,
         "status": "complete",
@@ -215,6 +217,8 @@ def run_record(spec: RunSpec, *, iterations: int, env_steps: int, time_total_s: 
             "env_steps": env_steps,
             "time_total_s": time_total_s,
             "episode_return_mean": episode_return_mean,
+            "episodes": episodes,
+            "stop_reason": stop_reason,
             "checkpoint": CHECKPOINT,
         },
         "placement": placement,
@@ -224,3 +228,37 @@ def run_record(spec: RunSpec, *, iterations: int, env_steps: int, time_total_s: 
         "command": command,
         **provenance,
     }
+
+
+# --------------------------------------------------------------------------- budget
+
+# RLlib's default metrics_num_episodes_for_smoothing (and RLlib 1.1's
+# metrics_smoothing_episodes): keeping it as the default leaves runs without a threshold as
+# they were.
+DEFAULT_RETURN_WINDOW = 100
+
+
+
+def return_window(budget: Mapping[str, Any]) -> int:
+    """Episodes the return threshold averages over."""
+    return int(budget.get("return_window", DEFAULT_RETURN_WINDOW))
+
+
+def budget_with_defaults(budget: Mapping[str, Any]) -> dict[str, Any]:
+    """The budget with its return window written out when it has a threshold."""
+    out = dict(budget)
+    if "return_threshold" in out:
+        out.setdefault("return_window", DEFAULT_RETURN_WINDOW)
+    return out
+
+
+def check_budget(budget: Mapping[str, Any], where: str) -> None:
+    """Rules the schema cannot say clearly; raises ConfigError naming ``where``."""
+    if "env_steps" not in budget and "time_limit_s" not in budget:
+        raise ConfigError(
+            f"{where}: budget {dict(budget)} has no env_steps or time_limit_s; a run needs one "
+            "of them (a return_threshold alone may never be reached)")
+    if "return_window" in budget and "return_threshold" not in budget:
+        raise ConfigError(
+            f"{where}.return_window: {budget['return_window']!r} without return_threshold; "
+            "set budget.return_threshold (the mean return to stop at) or drop return_window")

@@ -141,6 +141,93 @@ CASES = [
          ("expected a mapping at the top level, got list",)),
 ]
 
+def _algo(algorithm: str, env: str = "CartPole-v1", **hp: Any) -> Callable[[dict], dict]:
+    """The experiment trains ``algorithm`` on ``env`` with ``hp`` (study-wide)."""
+    def change(cfg: dict) -> dict:
+        cfg["experiments"][0].update(algorithms=[algorithm], envs=[env])
+        cfg["hyperparameters"] = {algorithm: hp} if hp else {}
+        return cfg
+    return change
+
+
+def _both(*changes: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    def change(cfg: dict) -> Any:
+        for c in changes:
+            cfg = c(cfg)
+        return cfg
+    return change
+
+
+OFF = {"num_steps_sampled_before_learning_starts": 100}  # within base()'s 400-step budget
+
+# What only a job used to find (ddrl.config.spaces, ddrl.config.relations): each is now
+# refused by Study.from_config, so by `ddrl validate` and before the DAG starts.
+CASES += [
+    # The algorithm against the env's spaces (read by building the env once; cached).
+    Case("TD3 on discrete actions", _algo("TD3", **OFF),
+         ("experiments.0 (TD3 on CartPole-v1)", "action space Discrete(2)",
+          "TD3 needs continuous actions: a 1-D Box", "use PPO")),
+    Case("SAC transition buffer on discrete actions", _algo("SAC", **OFF),
+         ("experiments.0 (SAC on CartPole-v1)", "action space Discrete(2)", "1-D Box",
+          "replay_buffer_type: EpisodeReplayBuffer")),
+    Case("TD3 on another discrete-action task", _algo("TD3", "MountainCar-v0", **OFF),
+         ("TD3 on MountainCar-v0", "action space Discrete(3)", "continuous actions")),
+    Case("discrete observations", _set("experiments.0.envs", ["FrozenLake-v1"]),
+         ("experiments.0 (PPO on FrozenLake-v1)", "observation space Discrete(16)",
+          "1-D Box observation space")),
+    Case("tuple observations", _set("experiments.0.envs", ["Blackjack-v1"]),
+         ("PPO on Blackjack-v1", "observation space Tuple(", "1-D Box observation space")),
+    Case("SAC episode buffer on discrete observations",
+         _algo("SAC", "Taxi-v3", replay_buffer_type="EpisodeReplayBuffer", **OFF),
+         ("SAC on Taxi-v3", "observation space Discrete(500)", "1-D Box")),
+    Case("env_config the env does not take", _set("experiments.0.env_config", {"gravity": 1}),
+         ("experiments.0 (PPO on CartPole-v1)", "cannot be built", "env_config={'gravity': 1}",
+          "unexpected keyword argument 'gravity'")),
+    # Hyperparameters that contradict each other.
+    Case("PPO minibatch larger than the train batch", _set("hyperparameters.PPO.minibatch_size", 500),
+         ("PPO.minibatch_size=500 is larger than PPO.train_batch_size=200",
+          "allowed: minibatch_size <= 200")),
+    Case("PPO default minibatch vs an experiment's small train batch",
+         _set("experiments.0.hyperparameters", {"PPO": {"train_batch_size": 100}}),
+         ("experiments.0", "PPO.minibatch_size=128 is larger than PPO.train_batch_size=100")),
+    Case("PPO rollout fragment that cannot fill the train batch",
+         _set("hyperparameters.PPO.rollout_fragment_length", 64),
+         ("PPO.rollout_fragment_length=64 x num_env_runners=1 x num_envs_per_env_runner=1",
+          "PPO.train_batch_size=200", "allowed: rollout_fragment_length: auto or 200")),
+    Case("PPO rollout fragment vs envs per runner",
+         _both(_set("hyperparameters.PPO.rollout_fragment_length", 50),
+               _set("experiments.0.resources.0.num_envs_per_env_runner", 8)),
+         ("rollout_fragment_length=50 x num_env_runners=1 x num_envs_per_env_runner=8",
+          "auto or 25")),
+    Case("SAC minibatch larger than the replay buffer",
+         _algo("SAC", "Pendulum-v1", train_batch_size=512, replay_buffer_capacity=256, **OFF),
+         ("SAC.train_batch_size=512 is larger than SAC.replay_buffer_capacity=256",
+          "allowed: train_batch_size <= 256")),
+    Case("TD3 warm-up longer than the replay buffer",
+         _algo("TD3", "Pendulum-v1", num_steps_sampled_before_learning_starts=300,
+               replay_buffer_capacity=256, train_batch_size=64),
+         ("TD3.num_steps_sampled_before_learning_starts=300 is larger than "
+          "TD3.replay_buffer_capacity=256", "allowed: <= 256")),
+    Case("SAC learning starts after the budget", _algo("SAC", "Pendulum-v1"),
+         ("SAC.num_steps_sampled_before_learning_starts=1000 is not less than "
+          "budget.env_steps=400", "before its first update", "allowed: < 400")),
+    Case("SAC n-step returns with the transition buffer",
+         _algo("SAC", "Pendulum-v1", n_step=3, **OFF),
+         ("SAC.n_step=3 with replay_buffer_type=TransitionReplayBuffer", "allowed: n_step: 1",
+          "EpisodeReplayBuffer")),
+    Case("TD3 target noise clipped to zero",
+         _algo("TD3", "Pendulum-v1", target_noise_clip=0, **OFF),
+         ("TD3.target_noise=0.2 with target_noise_clip=0", "allowed: target_noise_clip > 0")),
+]
+
+# Resources this machine can never hold (ddrl.config.preflight.check_local_cpus, the local
+# profile): (change, number of CPUs the runners ask for). Refused by `ddrl validate --local`
+# and by the workflow before any job; valid as configs (a Slurm profile may run them).
+MACHINE_CASES = [
+    ("64 env runners", _set("experiments.0.resources.0.num_env_runners", 64), 64),
+    ("one runner with 64 CPUs", _set("experiments.0.resources.0.num_cpus_per_env_runner", 64), 64),
+]
+
 # YAML text that does not parse, with the line the error must name.
 YAML_ERRORS = [
     ("unclosed bracket", "study: bad\nexperiments:\n  - algorithms: [PPO\n    envs: [CartPole-v1]\n",

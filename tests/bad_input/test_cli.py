@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import CASES, base  # noqa: E402
+from cases import CASES, MACHINE_CASES, base  # noqa: E402
 
 from ddrl import cli  # noqa: E402
 from ddrl.training.checkpoints import MANIFEST  # noqa: E402
@@ -36,7 +36,7 @@ def study_file(tmp_path):
 def _sac_spec(tmp_path) -> Path:
     cfg = base()
     cfg["experiments"][0].update(algorithms=["SAC"], envs=["Pendulum-v1"])
-    cfg["hyperparameters"] = {}
+    cfg["hyperparameters"] = {"SAC": {"num_steps_sampled_before_learning_starts": 100}}
     spec = next(iter(Study.from_config(cfg)))
     path = tmp_path / "sac.json"
     path.write_text(json.dumps(spec.to_dict()))
@@ -67,6 +67,35 @@ def test_validate_bad_config_names_the_key(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "hyperparameters.PPO: unknown PPO hyperparameter(s) ['learning_rate']; PPO accepts" in err
+
+
+# The cases a job used to find (env spaces, hyperparameter relations): one line each.
+JOB_CASES = CASES[next(i for i, c in enumerate(CASES) if c.name == "TD3 on discrete actions"):]
+
+
+@pytest.mark.parametrize("case", JOB_CASES, ids=[c.name for c in JOB_CASES])
+def test_validate_refuses_what_a_job_used_to_find(capsys, tmp_path, case):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(case.change(base())))
+    code, lines = run_cli(capsys, "validate", str(path))
+    assert code == 2 and len(lines) == 1, lines
+    for part in case.expect:
+        assert part in lines[0], f"{part!r} missing from: {lines[0]}"
+
+
+def test_validate_local_checks_this_machine(capsys, tmp_path, monkeypatch):
+    from ddrl.config import preflight
+
+    name, change, cpus = MACHINE_CASES[0]
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(change(base())))
+    monkeypatch.setattr(preflight, "usable_cpus", lambda: 2)
+    assert cli.main(["validate", str(path)]) == 0  # valid as a config (Slurm can run it)
+    assert "valid; study 'bad' has 2 run(s)" in capsys.readouterr().out
+    code, lines = run_cli(capsys, "validate", "--local", str(path))
+    assert code == 2 and len(lines) == 1
+    assert str(path) in lines[0] and "num_env_runners=64" in lines[0]
+    assert "this machine has 2" in lines[0] and "<= 2" in lines[0]
 
 
 def test_validate_yaml_syntax_error_names_the_line(capsys, tmp_path):

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import CASES, YAML_ERRORS, base, gpu_request, run_snakemake  # noqa: E402
+from cases import CASES, MACHINE_CASES, YAML_ERRORS, base, gpu_request, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
-from ddrl.config.preflight import check_local_gpus  # noqa: E402
+from ddrl.config.preflight import check_local_cpus, check_local_gpus  # noqa: E402
 from ddrl.config.study import Study  # noqa: E402
 
 
@@ -108,3 +108,68 @@ def test_snakemake_rejects_bad_configs_before_any_job(tmp_path):
             assert "num_gpus_per_learner=1" in err and "on_missing_gpu: cpu" in err, err
         else:  # snakemake parses --configfile itself and names no line; `ddrl validate` does
             assert "not valid JSON or YAML" in err, err
+
+
+# -- What only a job used to find: env spaces, hyperparameter relations, this machine --------
+
+NEW_CASES = [c for c in CASES if c.name in {
+    "TD3 on discrete actions", "SAC transition buffer on discrete actions",
+    "discrete observations", "PPO minibatch larger than the train batch",
+    "PPO rollout fragment that cannot fill the train batch",
+    "SAC minibatch larger than the replay buffer", "SAC learning starts after the budget",
+}]
+
+
+def test_there_are_at_least_15_cases_a_job_used_to_find():
+    start = next(i for i, c in enumerate(CASES) if c.name == "TD3 on discrete actions")
+    assert len(CASES) - start + len(MACHINE_CASES) >= 15
+
+
+@pytest.mark.parametrize("name,change,cpus", MACHINE_CASES, ids=[c[0] for c in MACHINE_CASES])
+def test_runners_this_machine_cannot_hold_are_refused(name, change, cpus):
+    runs = Study.from_config(change(base())).runs  # a valid config (Slurm could run it) ...
+    with pytest.raises(ConfigError) as err:  # ... that a 4-core machine cannot
+        check_local_cpus(runs, cpus=4)
+    message = str(err.value)
+    assert f"= {cpus} CPUs, but this machine has 4" in message, message
+    assert "allowed here: num_env_runners x num_cpus_per_env_runner <= 4" in message, message
+    # The driver's extra CPU is not counted: runners filling the machine are accepted.
+    check_local_cpus(runs, cpus=cpus)
+
+
+def test_env_spaces_are_cached_on_disk_per_env_and_versions(tmp_path, monkeypatch):
+    from ddrl.config import spaces
+
+    monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
+    spaces._env_spaces.cache_clear()
+    first = spaces.env_spaces("Pendulum-v1")
+    files = list((tmp_path / "spaces").glob("*.json"))
+    assert len(files) == 1 and first["action"] == {"type": "Box", "shape": [1],
+                                                   "dtype": "float32", "bounded": True}
+    # The next process reads the file instead of building the env.
+    spaces._env_spaces.cache_clear()
+    monkeypatch.setattr(spaces, "_probe", lambda *a: pytest.fail("built the env again"))
+    assert spaces.env_spaces("Pendulum-v1") == first
+    # A different env_config is another key (it may change the spaces).
+    monkeypatch.setattr(spaces, "_probe", lambda *a: {"observation": {}, "action": {},
+                                                       "entry_point": "gymnasium.x:Y"})
+    spaces.env_spaces("Pendulum-v1", {"g": 9.0})
+    assert len(list((tmp_path / "spaces").glob("*.json"))) == 2
+    spaces._env_spaces.cache_clear()
+
+
+def test_new_cases_fail_before_any_job_in_the_workflow(tmp_path):
+    jobs = {c.name: c.change(base()) for c in NEW_CASES}
+    jobs.update({name: change(base()) for name, change, _ in MACHINE_CASES[:1]})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = dict(zip(jobs, pool.map(lambda kv: _dry_run(tmp_path, *kv), jobs.items())))
+    expect = {c.name: c.expect for c in NEW_CASES}
+    expect[MACHINE_CASES[0][0]] = ("num_env_runners=64", "this machine has",
+                                   "allowed here: num_env_runners x num_cpus_per_env_runner <=")
+    for name, (workdir, proc) in done.items():
+        err = proc.stdout + proc.stderr
+        assert proc.returncode != 0, name
+        assert "Traceback" not in err and "Job stats" not in err, (name, err)
+        assert not (workdir / "results").exists(), name
+        for part in expect[name]:
+            assert part in err, f"{name}: {part!r} missing from snakemake's error:\n{err}"

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import base, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
-from ddrl.config.preflight import check_local_gpus  # noqa: E402
+from ddrl.config.preflight import check_local_cpus, check_local_gpus  # noqa: E402
 from ddrl.config.study import Study  # noqa: E402
 
 PATHS = [
@@ -68,6 +68,7 @@ def check(cfg: dict) -> Study | None:
     """Accepted -> the Study; rejected -> None. Anything but ConfigError propagates."""
     try:
         study = Study.from_config(cfg)
+        check_local_cpus(study.runs)  # the local profile refuses these too
         check_local_gpus(study.runs)
         return study
     except ConfigError as err:

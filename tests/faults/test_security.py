@@ -60,10 +60,56 @@ def test_local_ray_has_no_dashboard_and_uses_token_auth(local_ray):
     assert is_token_auth_enabled(), "a private Ray must require its token"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Ray 2.60 maps _node_ip_address=127.0.0.1 to the primary interface and its gRPC servers "
-    "(GCS, raylet, workers) listen on all interfaces; only token authentication guards them"))
 def test_local_ray_listens_on_loopback_only(local_ray):
+    """GCS, raylet, workers and agents: no listener on another interface (ddrl.runtime
+    .loopback_only; without it Ray 2.60 listens on all interfaces, "::" or 0.0.0.0)."""
     _, listeners = local_ray
-    addresses = {addr.ip for ports in listeners.values() for addr in ports}
-    assert addresses <= {"127.0.0.1", "::1"}, listeners
+    ports = [addr for ports in listeners.values() for addr in ports]
+    assert len(ports) >= 3, listeners  # GCS, raylet and a worker at least
+    addresses = {addr.ip for addr in ports}
+    assert addresses <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, listeners
+
+
+def test_loopback_setting_does_not_outlive_the_start(local_ray):
+    """Connecting to a real cluster later in the same process must still work."""
+    import os
+
+    from ray._private import ray_constants
+
+    from ddrl.training.runtime import LOOPBACK_ENV
+
+    assert ray_constants.ENABLE_RAY_CLUSTER is True
+    assert LOOPBACK_ENV not in os.environ
+
+
+def test_ray_token_is_required_to_talk_to_the_local_gcs():
+    """Token authentication still guards what listens (only on loopback now): a gRPC call
+    to the GCS without the token, or with a wrong one, is refused; with it, answered."""
+    import os
+    from pathlib import Path
+
+    import grpc
+    import ray
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    from ddrl.training.runtime import ray_session
+
+    def call(gcs: str, token: str | None):
+        metadata = [("authorization", f"Bearer {token}")] if token is not None else []
+        with grpc.insecure_channel(gcs) as channel:
+            stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+            try:
+                reply = stub.GetAllNodeInfo(gcs_service_pb2.GetAllNodeInfoRequest(),
+                                            metadata=metadata, timeout=20)
+            except grpc.RpcError as err:
+                return err.code()
+            return len(reply.node_info_list)
+
+    with ray_session(num_cpus=1):
+        gcs = ray._private.worker._global_node.gcs_address
+        assert gcs.startswith("127.0.0.1:"), gcs
+        token = os.environ.get("RAY_AUTH_TOKEN") or \
+            (Path.home() / ".ray" / "auth_token").read_text().strip()
+        assert call(gcs, None) == grpc.StatusCode.UNAUTHENTICATED
+        assert call(gcs, "not-the-token") == grpc.StatusCode.UNAUTHENTICATED
+        assert call(gcs, token) == 1  # this node

@@ -107,13 +107,15 @@ onstart:
             raise WorkflowError(str(err)) from None
 
 
-# Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback).
+# Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback), and
+# env runners that need more CPUs than it has (their job would wait for actors forever).
 if (
     workflow.executor_plugin is None or workflow.executor_plugin.common_settings.local_exec
 ) and not workflow.remote_exec:
-    from ddrl.config.preflight import check_local_gpus
+    from ddrl.config.preflight import check_local_cpus, check_local_gpus
 
     try:
+        check_local_cpus(RUNS)
         check_local_gpus(RUNS)
     except ConfigError as err:
         raise WorkflowError(str(err)) from None

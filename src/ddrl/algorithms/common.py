@@ -6,6 +6,7 @@ from typing import Any
 
 from ddrl.envs import rllib_env_id
 from ddrl.runs import RunSpec
+from ddrl.runs import return_window
 
 
 def apply_run_settings(config: Any, spec: RunSpec) -> Any:
@@ -29,6 +30,9 @@ def apply_run_settings(config: Any, spec: RunSpec) -> Any:
             delay_between_env_runner_restarts_s=spec.fault_tolerance["restart_delay_s"],
         )
         .debugging(seed=spec.seed, log_level="WARN")
+        # The episodes episode_return_mean averages over: budget.return_window, stated
+        # explicitly (ddrl.training.stop), 100 (RLlib's default) when unset.
+        .reporting(metrics_num_episodes_for_smoothing=return_window(spec.budget))
     )
     return config
 

@@ -75,7 +75,7 @@ MAX_UPDATES_PER_CALL = 128
 SAMPLE_TAG = "ddrl_offpolicy_sample"
 
 # Gradient updates this iteration (a per-iteration sum: RLlib clears "sum" stats at every
-# reduce) and over the run's lifetime; read into progress.csv by ddrl.progress.
+# reduce) and over the run's lifetime; read into progress.csv by ddrl.training.progress.
 UPDATES_KEY = ("ddrl", "num_gradient_updates")
 UPDATES_LIFETIME_KEY = ("ddrl", "num_gradient_updates_lifetime")
 

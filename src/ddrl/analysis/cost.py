@@ -7,9 +7,13 @@ one node of the run (its CPUs, env runners x CPUs per runner + 1, and its GPUs),
 nodes. Time is training time: the summed iteration times in ``progress.csv`` (start-up and
 checkpoint writes excluded), the same clock the scaling tables use.
 
-For the return threshold of the run's env (``cost.return_threshold``), the time to reach it
-is the training time at the first iteration whose mean episode return reaches it. Runs
-that never reach it get no time and no cost: they are counted, not extrapolated.
+The return threshold of a run is its own ``budget.return_threshold`` when it has one (then
+the threshold is reached where the run's stop rule says so: the mean return over its last
+``budget.return_window`` episodes, with at least that many episodes finished; see
+ddrl.training.stop), else ``cost.return_threshold`` for its env (reached at the first
+iteration whose mean episode return reaches it). The time and env steps to the threshold
+are the training time and env steps at that iteration. Runs that never reach it get no
+time and no cost: they are counted, not extrapolated.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pandas as pd
 from ddrl.errors import ConfigError
 from ddrl.analysis.scaling import CONFIG_KEYS
 from ddrl.runs import resource_tag, workers_label
+from ddrl.runs import DEFAULT_RETURN_WINDOW
 
 
 # Example prices: Amazon SageMaker training instances, on-demand, us-east-1, in USD per hour,
@@ -99,10 +104,27 @@ def price_run(cost_cfg: Mapping[str, Any], *, workers: int, envs: int, cpus_per_
     return (f"{nodes} x {name}" if nodes > 1 else name), price * nodes
 
 
-def _time_to_threshold(run: pd.DataFrame, threshold: float) -> float:
+def _to_threshold(run: pd.DataFrame, threshold: float, window: int = 0) -> tuple[float, float]:
+    """Training time and env steps at the first iteration that reaches ``threshold`` with
+    at least ``window`` episodes finished (NaN, NaN when none does)."""
     run = run.sort_values("iteration")
-    reached = run[run["episode_return_mean"] >= threshold]
-    return float(reached["time_total_s"].iloc[0]) if len(reached) else math.nan
+    episodes = run["episodes_this_iter"].fillna(0).cumsum() if "episodes_this_iter" in run \
+        else pd.Series(math.inf, index=run.index)
+    reached = run[(run["episode_return_mean"] >= threshold) & (episodes >= window)]
+    if not len(reached):
+        return math.nan, math.nan
+    return float(reached["time_total_s"].iloc[0]), float(reached["env_steps"].iloc[0])
+
+
+def _run_threshold(run: pd.DataFrame, cost_cfg: Mapping[str, Any],
+                   env: str) -> tuple[float | None, int, str]:
+    """The threshold a run is measured against, its episode window and where it comes from."""
+    own = float(run["budget_return_threshold"].iloc[0]) \
+        if "budget_return_threshold" in run else math.nan
+    if own == own:
+        window = int(run["budget_return_window"].iloc[0]) if "budget_return_window" in run else 0
+        return own, window or DEFAULT_RETURN_WINDOW, "budget.return_threshold"
+    return threshold_for(cost_cfg, env), 0, "cost.return_threshold"
 
 
 def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
@@ -118,14 +140,17 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
                                 envs=cfg["num_envs_per_env_runner"],
                                 cpus_per_runner=cfg["num_cpus_per_env_runner"],
                                 gpus=cfg["num_gpus_per_learner"], nodes=cfg["nodes"])
-        threshold = threshold_for(cost_cfg, cfg["env"])
-        per_run = []
+        per_run, thresholds = [], set()
         for run_id, run in group.groupby("run_id"):
             total = float(run["time_total_s"].max())
-            ttt = _time_to_threshold(run, threshold) if threshold is not None else math.nan
-            per_run.append((total, ttt, float(run["episode_return_mean"].max())))
-        totals, ttts, best = (np.array(v, float) for v in zip(*per_run))
+            threshold, window, source = _run_threshold(run, cost_cfg, cfg["env"])
+            thresholds.add((threshold, source))
+            ttt, steps = (_to_threshold(run, threshold, window) if threshold is not None
+                          else (math.nan, math.nan))
+            per_run.append((total, ttt, steps, float(run["episode_return_mean"].max())))
+        totals, ttts, stepss, best = (np.array(v, float) for v in zip(*per_run))
         reached = np.isfinite(ttts)
+        (threshold, source), *others = sorted(thresholds, key=lambda t: (t[0] is None, t))
         row = {
             **cfg,
             "workers": cfg["num_env_runners"],
@@ -141,15 +166,24 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
             "return_threshold": threshold if threshold is not None else math.nan,
             "seeds_reached": int(reached.sum()),
             "best_return": float(np.nanmax(best)) if np.isfinite(best).any() else math.nan,
+            "threshold_from": source,
             "time_to_threshold_s": math.nan,
+            "env_steps_to_threshold": math.nan,
             "cost_to_threshold": math.nan,
             "note": "",
         }
-        if threshold is None:
+        if others:
+            # Seeds of one configuration with different thresholds: no common answer.
+            row["return_threshold"] = math.nan
+            row["note"] = ("seeds have different return thresholds "
+                           f"{sorted({t for t, _ in thresholds if t is not None})}; "
+                           "not pooled")
+        elif threshold is None:
             row["note"] = f"no return threshold set for {cfg['env']} (cost.return_threshold)"
         elif reached.any():
             ttt = float(np.median(ttts[reached]))
             row["time_to_threshold_s"] = ttt
+            row["env_steps_to_threshold"] = float(np.median(stepss[reached]))
             row["cost_to_threshold"] = ttt / 3600 * price
             if not reached.all():
                 row["note"] = (f"{reached.sum()} of {len(per_run)} seeds reached {threshold:g}; "

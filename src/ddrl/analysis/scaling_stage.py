@@ -109,6 +109,7 @@ COST_COLUMNS = [
     Column("train_time_s", "Training time (s)", 0), Column("cost", "Cost", 4),
     Column("return_threshold", "Return threshold", 0), Column("seeds_reached", "Seeds reached"),
     Column("time_to_threshold_s", "Time to threshold (s)", 0),
+    Column("env_steps_to_threshold", "Env steps to threshold", 0),
     Column("cost_to_threshold", "Cost to threshold", 4), Column("pareto", "Pareto"),
     Column("note", "Note"),
 ]

@@ -7,7 +7,8 @@ The schema says what a config may ask for; these say whether this machine can gi
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+import os
+from typing import Any, Mapping
 
 from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
@@ -55,3 +56,37 @@ def check_local_gpus(runs: Mapping[str, RunSpec], source: str = "config",
     for line in warnings:
         log.warning(line)
     return warnings
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (taskset/cgroup affinity), else the logical count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_local_cpus(runs: Mapping[str, Any], source: str = "config",
+                     cpus: int | None = None) -> None:
+    """Refuse runs whose env runners need more CPUs than this machine has.
+
+    Such a run passes the schema, then its training job waits for env runner actors that
+    never all start. The driver/learner's extra CPU is not counted: on a laptop it may share
+    a core (ddrl.runtime.ray_session gives Ray at least the machine's logical CPUs).
+    """
+    have = usable_cpus() if cpus is None else cpus
+    over = {rid: spec for rid, spec in runs.items()
+            if spec.resources.get("nodes", 1) <= 1
+            and spec.resources["num_env_runners"] * spec.resources["num_cpus_per_env_runner"] > have}
+    if not over:
+        return
+    rid, spec = max(over.items(), key=lambda kv: kv[1].cpus)
+    r = spec.resources
+    raise ConfigError(
+        f"{source}: resources num_env_runners={r['num_env_runners']} x "
+        f"num_cpus_per_env_runner={r['num_cpus_per_env_runner']} = "
+        f"{r['num_env_runners'] * r['num_cpus_per_env_runner']} CPUs, but this machine has "
+        f"{have} (run {rid}{f' and {len(over) - 1} more' if len(over) > 1 else ''}); allowed "
+        f"here: num_env_runners x num_cpus_per_env_runner <= {have} (a larger run needs the "
+        "Slurm profile)"
+    )

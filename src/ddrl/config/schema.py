@@ -56,6 +56,14 @@ BUDGET = {
     "properties": {
         "env_steps": {"type": "integer", "minimum": 1},
         "time_limit_s": {"type": "number", "exclusiveMinimum": 0},
+        "return_threshold": {
+            "type": "number",
+            "description": "stop once the mean return over the last return_window episodes "
+                           "reaches this (needs env_steps or time_limit_s as well)"},
+        "return_window": {
+            "type": "integer", "minimum": 1, "default": 100,
+            "description": "episodes the return threshold averages over (RLlib's "
+                           "metrics_num_episodes_for_smoothing)"},
     },
     "minProperties": 1,
     "additionalProperties": False,

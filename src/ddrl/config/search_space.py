@@ -42,7 +42,8 @@ import jsonschema
 
 from ddrl.config.defaults import RunDefaults, resources_with_defaults
 from ddrl.config.loading import load_yaml
-from ddrl.errors import ConfigError
+from ddrl.errors import ConfigError, DdrlError
+from ddrl.runs import budget_with_defaults
 from ddrl.runs import RunSpec, safe_name
 
 if TYPE_CHECKING:
@@ -295,7 +296,7 @@ def parse_searches(config: Mapping[str, Any], source: str = "config") -> list[Se
             id=sid, kind=entry.get("kind", "grid"), algorithm=algo.name, env=entry["env"],
             seeds=tuple(entry.get("seeds", [0])), dimensions=dims, fixed=fixed,
             num_samples=entry.get("num_samples", 1), sampler_seed=entry.get("seed", 0),
-            metric=metric, budget=dict(entry["budget"]),
+            metric=metric, budget=budget_with_defaults(entry["budget"]),
             resources=resources_with_defaults(entry.get("resources")),
             checkpoint_every=entry.get("checkpoint_every", defaults.checkpoint_every),
             env_config=dict(entry.get("env_config", {})),

@@ -18,6 +18,7 @@ from ddrl.config.schema import config_schema
 from ddrl.config.search_space import Search, attach_searches, best_hyperparameters
 from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
+from ddrl.runs import budget_with_defaults, check_budget
 
 __all__ = ["Experiment", "RunSpec", "Study", "expand_runs", "load_yaml", "validate_config"]
 
@@ -91,6 +92,24 @@ def validate_config(config: Any, source: str = "config") -> None:
                 check_env_id(env)
             except ConfigError as err:
                 raise ConfigError(f"{source}: experiments.{i}.envs: {err}") from None
+        check_budget(exp["budget"], f"{source}: experiments.{i}.budget")
+    for i, entry in enumerate(config.get("search") or []):
+        check_budget(entry["budget"], f"{source}: search.{i}.budget")
+
+
+def check_run(where: str, spec: RunSpec) -> None:
+    """What a job would find minutes in: the env's spaces against the algorithm, and
+    contradictions between hyperparameters, resources and budget (ddrl.config)."""
+    from ddrl.config.relations import check_relations
+    from ddrl.config.spaces import check_algorithm_spaces, env_spaces
+
+    try:
+        spaces = env_spaces(spec.env, spec.env_config)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    check_algorithm_spaces(spec.algorithm, spec.env, spaces, spec.hyperparameters, where)
+    check_relations(where, spec.algorithm, spec.hyperparameters, spec.resources, spec.budget)
+
 
 
 def expand_runs(config: Mapping[str, Any], source: str = "config",
@@ -118,11 +137,12 @@ def expand_runs(config: Mapping[str, Any], source: str = "config",
             hp = algo_spec.resolve({**study_hp.get(algo, {}), **best_hp.get(algo, {}),
                                     **exp_hp.get(algo, {})})
             spec = defaults.run_spec(
-                algorithm=algo, env=env, seed=seed, resources=res, budget=exp["budget"],
+                algorithm=algo, env=env, seed=seed, resources=res, budget=budget_with_defaults(exp["budget"]),
                 hyperparameters=hp, checkpoint_every=exp.get("checkpoint_every"),
                 env_config=exp.get("env_config"),
             )
             where = f"experiments.{i}"
+            check_run(f"{source}: {where} ({algo} on {env})", spec)
             if spec.run_id in runs:
                 raise ConfigError(
                     f"{source}: duplicate run {spec.run_id} ({algo}, {env}, seed {seed}, "

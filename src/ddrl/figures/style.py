@@ -19,7 +19,17 @@ GRID_ALPHA = 0.3
 
 def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path, dpi: int = DPI) -> None:
     """Write ``fig`` as PDF and PNG, each atomically, and close it."""
-    for target, fmt in ((pdf, "pdf"), (png, "png")):
-        with atomic.atomic_path(target) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        for target, fmt in ((pdf, "pdf"), (png, "png")):
+            with atomic.atomic_path(target) as tmp:
+                try:
+                    fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
+                except Exception as err:
+                    # On a full disk matplotlib's PDF writer fails again in its cleanup
+                    # (AttributeError: 'Stream' object has no attribute 'pos'), hiding
+                    # the OSError; raise that one, which names the disk's problem.
+                    if not isinstance(err, OSError) and isinstance(err.__context__, OSError):
+                        raise err.__context__ from None
+                    raise
+    finally:
+        plt.close(fig)

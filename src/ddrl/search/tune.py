@@ -82,6 +82,7 @@ def make_trainable(search: Search) -> Any:
 
     from ddrl.training.progress import row_from_result
     from ddrl.training.train import _budget_done, build_algorithm_config
+    from ddrl.training.stop import episodes_so_far
 
     class DdrlTrial(tune.Trainable):
         def setup(self, config: dict[str, Any]) -> None:
@@ -92,6 +93,7 @@ def make_trainable(search: Search) -> Any:
             self.series: list[float] = []
             self.env_steps = 0
             self.trained_s = 0.0
+            self.episodes = 0.0  # for budget.return_threshold
 
         def step(self) -> dict[str, Any]:
             result = self.algo.train()
@@ -102,14 +104,16 @@ def make_trainable(search: Search) -> Any:
             self.series.append(row[search.metric.column])
             out = {k: v for k, v in row.items() if k not in _TUNE_KEYS}
             out["score"] = search.metric.of_series(self.series)
-            out["done"] = _budget_done(self.spec, self.env_steps, self.trained_s)
+            self.episodes += episodes_so_far([row])
+            out["done"] = _budget_done(self.spec, self.env_steps, self.trained_s,
+                                       row["episode_return_mean"], self.episodes)
             out["node"] = self.node  # Tune adds the node's address as node_ip
             return out
 
         def save_checkpoint(self, checkpoint_dir: str) -> None:
             self.algo.save_to_path(os.path.join(checkpoint_dir, "algorithm"))
             state = {"series": self.series, "env_steps": self.env_steps,
-                     "trained_s": self.trained_s}
+                     "trained_s": self.trained_s, "episodes": self.episodes}
             Path(checkpoint_dir, STATE_FILE).write_text(json.dumps(state))
 
         def load_checkpoint(self, checkpoint_dir: str) -> None:
@@ -118,6 +122,7 @@ def make_trainable(search: Search) -> Any:
             self.series = list(state["series"])
             self.env_steps = int(state["env_steps"])
             self.trained_s = float(state["trained_s"])
+            self.episodes = float(state.get("episodes", 0.0))
 
         def cleanup(self) -> None:
             self.algo.stop()
@@ -324,6 +329,8 @@ def _results(search: Search, grid: Any) -> list[TrialResult]:
             iters = int(df["training_iteration"].iloc[-1])
         if result.error is not None:
             status = "error"
+        elif _threshold_done(search, df):
+            status = "reached return threshold"
         elif budget and steps == steps and steps < budget and not _time_done(search, wall):
             status = "stopped early"
         else:
@@ -336,6 +343,16 @@ def _results(search: Search, grid: Any) -> list[TrialResult]:
                     iterations=iters, status=status, runs=[trial_id])
         for i, (_, trial_id, values, series, steps, wall, iters, status) in enumerate(rows)
     ]
+
+
+def _threshold_done(search: Search, df: Any) -> bool:
+    """The trial stopped on budget.return_threshold (see ddrl.training.stop)."""
+    from ddrl.training.stop import episodes_so_far, threshold_reached
+
+    if df is None or df.empty or "episode_return_mean" not in df:
+        return False
+    return threshold_reached(search.budget, df["episode_return_mean"].iloc[-1],
+                             episodes_so_far(df.to_dict("records")))
 
 
 def _time_done(search: Search, wall: float) -> bool:

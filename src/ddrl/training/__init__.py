@@ -1,1 +1,2 @@
-"""Training: the train loop, checkpoints, progress, env-runner faults, Ray runtime, provenance."""
+"""Training: the train loop, stop rules, checkpoints, progress, env-runner faults, Ray runtime,
+provenance."""

@@ -118,3 +118,43 @@ def prune(root: Path, keep: int) -> None:
         except OSError:
             continue
         shutil.rmtree(doomed, ignore_errors=True)
+
+
+def resolve(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The newest complete checkpoint at ``path``, as an absolute path, and its manifest.
+
+    ``path`` (relative or absolute) is a checkpoint folder (a run's ``checkpoint/`` or a
+    ``work/checkpoints/iter_N``), a folder of them (``work/checkpoints``), or a run folder:
+    its final ``checkpoint/``, else the newest complete one in ``work/checkpoints``.
+    """
+    path = Path(path).expanduser().resolve()
+    if (path / MANIFEST).exists() or PATTERN.match(path.name) or path.name == "checkpoint":
+        return path, read_manifest(path)
+    if (path / "checkpoint").is_dir():
+        try:
+            return path / "checkpoint", read_manifest(path / "checkpoint")
+        except CheckpointError as err:
+            log.warning("%s; looking in work/checkpoints", err)
+    for root in (path, path / "work" / "checkpoints"):
+        found = latest_valid(root)
+        if found:
+            return found[0], found[1]
+    raise CheckpointError(
+        f"no complete checkpoint at {path}: expected a checkpoint folder (with {MANIFEST}), "
+        "a folder of iter_N checkpoints, or a run folder"
+    )
+
+
+def load_algorithm(path: str | Path) -> Any:
+    """``Algorithm.from_checkpoint`` for a ddrl checkpoint, run folder or checkpoint root.
+
+    RLlib 2.60 hands the path to pyarrow's filesystem, which rejects relative paths ("URI
+    has empty scheme"); this resolves the path first and picks the newest complete
+    checkpoint (see :func:`resolve`). Starts Ray if it is not running.
+    """
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    import ddrl.algorithms  # noqa: F401 - registers ddrl's algorithm classes
+
+    checkpoint, _ = resolve(path)
+    return Algorithm.from_checkpoint(str(checkpoint))

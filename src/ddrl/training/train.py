@@ -23,6 +23,7 @@ from ddrl.training.progress import ProgressLog, row_from_result, use_per_iterati
 from ddrl.training.runtime import learner_threads, ray_session
 from ddrl.cluster.ray_nodes import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
+from ddrl.training.stop import episodes_so_far, stop_reason
 
 log = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 3
@@ -66,10 +67,18 @@ def _check_gpus(spec: RunSpec) -> RunSpec:
     )
 
 
-def _budget_done(spec: RunSpec, env_steps: int, time_total_s: float) -> bool:
-    steps = spec.budget.get("env_steps")
-    limit = spec.budget.get("time_limit_s")
-    return bool((steps and env_steps >= steps) or (limit and time_total_s >= limit))
+def _budget_done(spec: RunSpec, env_steps: int, time_total_s: float,
+                 return_mean: float = math.nan, episodes: float = 0) -> bool:
+    return stop_reason(spec.budget, env_steps=env_steps, time_total_s=time_total_s,
+                       return_mean=return_mean, episodes=episodes) is not None
+
+
+def _stop_reason(spec: RunSpec, rows: list[dict[str, Any]], env_steps: int,
+                 time_total_s: float) -> str | None:
+    last = rows[-1] if rows else {}
+    return stop_reason(spec.budget, env_steps=env_steps, time_total_s=time_total_s,
+                       return_mean=last.get("episode_return_mean", math.nan),
+                       episodes=episodes_so_far(rows))
 
 
 def _eta(spec: RunSpec, row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
@@ -173,7 +182,8 @@ def train_run(
             time_total = float(last["time_total_s"]) if last else 0.0
             env_steps = int(float(last["env_steps"])) if last else 0
             last_saved = iteration if resume else -1
-            while not _budget_done(spec, env_steps, time_total):
+            reason = _stop_reason(spec, progress.rows, env_steps, time_total)
+            while reason is None:
                 result = algo.train()
                 iteration = int(algo.iteration)
                 time_total += float(result["time_this_iter_s"])
@@ -190,11 +200,14 @@ def train_run(
                     checkpoints.save(algo, ckpt_root, iteration, {**meta, "env_steps": env_steps})
                     checkpoints.prune(ckpt_root, keep_checkpoints)
                     last_saved = iteration
+                reason = _stop_reason(spec, progress.rows, env_steps, time_total)
                 if stop.raised:
                     raise TrainingInterrupted(
                         f"run {run_id} interrupted at iteration {iteration}; "
                         "rerun the job to resume from its checkpoint"
                     )
+            print_fn(f"ddrl {run_id} stopped: {reason} (iteration {iteration}, "
+                     f"{env_steps} env steps)")
             if last_saved != iteration:
                 checkpoints.save(algo, ckpt_root, iteration, {**meta, "env_steps": env_steps})
                 checkpoints.prune(ckpt_root, keep_checkpoints)
@@ -214,6 +227,7 @@ def train_run(
     record = run_record(
         spec, iterations=iteration, env_steps=env_steps, time_total_s=time_total,
         episode_return_mean=last.get("episode_return_mean"), rllib_config=rllib_config,
+        episodes=episodes_so_far(progress.rows), stop_reason=reason,
         placement=placement, sessions=sessions + 1, started=started,
         finished=provenance.now_iso(), command=sys.argv, provenance=provenance.collect(),
     )

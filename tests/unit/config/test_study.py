@@ -25,7 +25,9 @@ BASE = {
             "budget": {"env_steps": 1000},
         }
     ],
-    "hyperparameters": {"PPO": {"lr": 0.001}},
+    "hyperparameters": {"PPO": {"lr": 0.001},
+                        # learning starts within the 1000-step budget (ddrl.config.relations)
+                        "SAC": {"num_steps_sampled_before_learning_starts": 100}},
 }
 
 
@@ -68,7 +70,7 @@ def test_run_id_is_readable_and_stable():
 @pytest.mark.parametrize(
     "changes",
     [
-        {"hyperparameters": {"PPO": {"lr": 0.002}}},
+        {"hyperparameters": {**BASE["hyperparameters"], "PPO": {"lr": 0.002}}},
         {"experiments__0__budget": {"env_steps": 2000}},
         {"experiments__0__resources": [{"num_env_runners": 1, "num_envs_per_env_runner": 2}]},
         {"experiments__0__seeds": [3]},
@@ -84,7 +86,7 @@ def test_any_result_changing_setting_changes_the_run_id(changes):
 
 def test_changing_one_algorithm_leaves_the_others_run_ids_alone():
     sac = lambda cfg: {r for r, s in Study.from_config(cfg).runs.items() if s.algorithm == "SAC"}  # noqa: E731
-    assert sac(BASE) == sac(config(hyperparameters={"PPO": {"lr": 0.5}}))
+    assert sac(BASE) == sac(config(hyperparameters={**BASE["hyperparameters"], "PPO": {"lr": 0.5}}))
 
 
 def test_run_needs_cpus_for_runners_and_driver():
