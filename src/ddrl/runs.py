@@ -161,38 +161,17 @@ class RunNotFinished(DdrlError):
     """A run folder without its final outputs (``run.json``, ``progress.csv``)."""
 
 
-@dataclass(frozen=True)
 class RunFolder:
     """Paths of one run folder, and its record (``run.json``) written and read back."""
 
-    path: Path
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "path", Path(self.path))
-
-    @property
-    def run_json(self) -> Path:
-        return self.path / RUN_JSON
-
-    @property
-    def progress_csv(self) -> Path:
-        return self.path / PROGRESS_CSV
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.path / CHECKPOINT
-
-    @property
-    def work(self) -> Path:
-        return self.path / WORK
-
-    @property
-    def work_progress_csv(self) -> Path:
-        return self.work / PROGRESS_CSV
-
-    @property
-    def work_checkpoints(self) -> Path:
-        return self.work / "checkpoints"
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.run_json = self.path / RUN_JSON
+        self.progress_csv = self.path / PROGRESS_CSV
+        self.checkpoint = self.path / CHECKPOINT
+        self.work = self.path / WORK
+        self.work_progress_csv = self.work / PROGRESS_CSV
+        self.work_checkpoints = self.work / "checkpoints"
 
     def write_record(self, record: Mapping[str, Any]) -> None:
         atomic.write_json(self.run_json, record)

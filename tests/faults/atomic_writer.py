@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from ddrl import atomic  # noqa: E402
 from ddrl.agents.evaluate import write_returns_table  # noqa: E402
-from ddrl.figures.learning import save_figure  # noqa: E402
+from ddrl.figures.style import save_figure  # noqa: E402
 from ddrl.training.progress import COLUMNS, ProgressLog  # noqa: E402
 
 ROWS = 4000

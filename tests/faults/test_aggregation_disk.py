@@ -1,7 +1,7 @@
 """The aggregation rules on a hostile disk: a full one and a read-only results folder.
 
-Each stage the scaling, cost, returns-table and plot rules run (ddrl.scaling_stage,
-ddrl.evaluate, ddrl.plots) writes into a small tmpfs that is full, or mounted read-only. It
+Each stage the scaling, cost, returns-table and plot rules run (ddrl.analysis.scaling_stage,
+ddrl.agents.evaluate, ddrl.figures) writes into a small tmpfs that is full, or mounted read-only. It
 must fail with one ``OutputError`` naming the output it could not write and why, and leave
 nothing (not even a temporary) in the folder. Synthetic finished runs (tests/
 scaling_fixtures.py) stand in for trained ones, so this takes seconds. Needs root (mount).

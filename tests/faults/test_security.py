@@ -61,7 +61,7 @@ def test_local_ray_has_no_dashboard_and_uses_token_auth(local_ray):
 
 
 def test_local_ray_listens_on_loopback_only(local_ray):
-    """GCS, raylet, workers and agents: no listener on another interface (ddrl.runtime
+    """GCS, raylet, workers and agents: no listener on another interface (ddrl.training.runtime
     .loopback_only; without it Ray 2.60 listens on all interfaces, "::" or 0.0.0.0)."""
     _, listeners = local_ray
     ports = [addr for ports in listeners.values() for addr in ports]

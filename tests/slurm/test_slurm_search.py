@@ -4,7 +4,7 @@
   trial is its own Slurm training job, and the search summary ranks them (the best learning
   rate of the test-only bandit, tests/helpers/search_env.py, is known).
 - An adaptive (Ray Tune) search whose tune job asks Slurm for two nodes: Ray is started over
-  the allocation (ddrl.cluster.slurm.ray_cluster_on_nodes, the same bootstrap as multi-node
+  the allocation (ddrl.cluster.ray_nodes.ray_cluster_on_nodes, the same bootstrap as multi-node
   training) and the trials run on both nodes.
 """
 

@@ -150,3 +150,18 @@ def test_the_graph_reader_sees_imports_inside_functions():
     assert _imports(tree, "ddrl.search.grid", top_level_only=False) == {"ddrl.config.study"}
     assert _imports(tree, "ddrl.search.grid", top_level_only=True) == set()
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_what_the_workflow_imports_to_parse_stays_light():
+    # Every `snakemake` call imports these (rules/*.smk); pandas and matplotlib would add a
+    # fixed 2-3 s to each (bench/dag.py).
+    import subprocess
+    import sys
+
+    modules = ["ddrl.cluster.slurm", "ddrl.config.eval_config", "ddrl.config.search_space",
+               "ddrl.config.study", "ddrl.config.preflight", "ddrl.search.tune",
+               "ddrl.figures.catalog", "ddrl.runs"]
+    code = (f"import sys, {', '.join(modules)}; "
+            "print(sorted(m for m in ('pandas', 'matplotlib', 'torch', 'ray') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

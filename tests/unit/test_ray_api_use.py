@@ -12,8 +12,8 @@ KNOWN_PRIVATE = {
     ("faults.py", "ray._private.state"),
     ("faults.py", "ray._private.worker"),
     ("faults.py", "_worker_manager"),
-    ("slurm.py", "ray._private.authentication"),
-    ("slurm.py", "ray._raylet"),
+    ("ray_nodes.py", "ray._private.authentication"),
+    ("ray_nodes.py", "ray._raylet"),
     ("runtime.py", "_node_ip_address"),
 }
 PRIVATE = re.compile(r"\b(ray\._private\.\w+|ray\._raylet|_worker_manager|_node_ip_address)\b")

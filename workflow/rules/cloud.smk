@@ -11,6 +11,8 @@ rule deploy:
         run=RUN_DIR + "/run.json",
     output:
         RUN_DIR + "/endpoint.json",
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/deploy/{run_id}.log",
     localrule: True

@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from ddrl.cluster import slurm as ddrl_slurm
+from ddrl.config.eval_config import evaluation_settings
 from ddrl.errors import ConfigError
 from ddrl.config.search_space import experiment_run_ids
 from ddrl.config.study import Study
@@ -71,6 +72,8 @@ def run_slurm(key):
         gpu_request)[key]
 
 
+# Job runtimes (Slurm minutes) are decided here, by ddrl.cluster.slurm; other rules take the
+# profile's default.
 def run_runtime(wildcards, attempt):
     """Minutes for a training job; a retry (after a timeout) gets more and resumes."""
     return ddrl_slurm.runtime_min(RUNS[wildcards.run_id], attempt)
@@ -81,8 +84,16 @@ def run_runtime(wildcards, attempt):
 CONDA_ENV = "../envs/ddrl.yaml"
 os.environ.setdefault("DDRL_SOURCE", str(Path(workflow.basedir).parent))
 
+
+def search_runtime(wildcards, attempt):
+    """Minutes for a tune job: its time budget, else trials x their time limit."""
+    search = next(s for s in STUDY.searches if s.id == wildcards.search_id)
+    return ddrl_slurm.tune_runtime_min(search, attempt)
+
+
 # Software on a cluster (config `software:`): modules for --sdm env-modules, an image for
-# --sdm apptainer. Both are ignored unless that deployment method is asked for.
+# --sdm apptainer. Both are ignored unless that deployment method is asked for. Every rule
+# that imports ddrl declares `envmodules: *ENVMODULES`; the container applies to all rules.
 ENVMODULES = config.get("software", {}).get("envmodules", [])
 # The image defaults to $DDRL_IMAGE, the one the AWS profile uses (built from Dockerfile).
 CONTAINER = config.get("software", {}).get("container") or (
@@ -138,13 +149,34 @@ def run_files(name, run_ids=None):
     return [f"{ROOT}/runs/{r}/{name}" for r in (EXPERIMENT_RUNS if run_ids is None else run_ids)]
 
 
-# Each stage appends the files `rule all` asks for.
-TARGETS = []
+SEARCH_OUTPUTS = ["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf", "parameters.png"]
+
+
+def search_targets():
+    """Every search's summary files (rule search_summary), for `rule all` and `rule search`."""
+    return [f"{ROOT}/search/{s.id}/{name}" for s in STUDY.searches for name in SEARCH_OUTPUTS]
 
 
 def all_targets():
+    """The files `rule all` asks for: the one list of final targets, read at the end of the
+    Snakefile (after every rule file), so include order does not matter."""
     # While every experiment waits for a search's best.yaml (hyperparameters_from), only the
     # searches can be built; the next invocation trains the experiments and the rest.
     if STUDY.deferred and not EXPERIMENT_RUNS:
-        return SEARCH_TARGETS
-    return TARGETS
+        return search_targets()
+    targets = [*run_files("run.json"), *rules.cost.output]
+    evaluated = runs_with("eval")
+    if evaluated:
+        targets += [*run_files("eval.json", evaluated), *rules.returns_table.output]
+    if evaluation_settings(config)["intermediate"]:
+        targets += run_files("eval_curve.csv", evaluated)
+    targets += [*run_files("video.mp4", runs_with("video")),
+                *run_files("frames.png", runs_with("video")),
+                *run_files("policy.pt", runs_with("policy"))]
+    if EXPORT["onnx"]:
+        targets += run_files("policy.onnx", runs_with("policy"))
+    if TIMING_RUNS:
+        targets += [*rules.scaling.output, *rules.plot_scaling.output]
+    if LEARNING_RUNS:
+        targets += [*rules.learning_returns.output, *rules.plot_rewards.output]
+    return targets + search_targets()

@@ -22,6 +22,3 @@ rule cost:
         CONDA_ENV
     script:
         "../scripts/cost.py"
-
-
-TARGETS.extend(rules.cost.output)

@@ -15,6 +15,8 @@ rule evaluate:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/evaluate/{run_id}.log",
     conda:
@@ -33,6 +35,8 @@ rule evaluate_curve:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/evaluate_curve/{run_id}.log",
     conda:
@@ -52,16 +56,11 @@ rule returns_table:
             subcategory="Evaluation returns",
         ),
         md=ROOT + "/tables/returns.md",
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/returns_table.log",
     conda:
         CONDA_ENV
     script:
         "../scripts/returns_table.py"
-
-
-if runs_with("eval"):
-    TARGETS.extend(run_files("eval.json", runs_with("eval")))
-    TARGETS.extend(rules.returns_table.output)
-if EVALUATION["intermediate"]:
-    TARGETS.extend(run_files("eval_curve.csv", runs_with("eval")))

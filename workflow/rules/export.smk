@@ -18,14 +18,11 @@ rule export:
         spec=run_spec,
         export=EXPORT,
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/export/{run_id}.log",
     conda:
         CONDA_ENV
     script:
         "../scripts/export.py"
-
-
-TARGETS.extend(run_files("policy.pt", runs_with("policy")))
-if EXPORT["onnx"]:
-    TARGETS.extend(run_files("policy.onnx", runs_with("policy")))

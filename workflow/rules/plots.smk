@@ -25,8 +25,6 @@ rule plot_rewards:
         "../scripts/plot_rewards.py"
 
 
-if LEARNING_RUNS:
-    TARGETS.extend(rules.plot_rewards.output)
 
 
 # The scaling study's figures, each named after the thesis figure it reproduces
@@ -67,7 +65,3 @@ rule plot_scaling:
         CONDA_ENV
     script:
         "../scripts/plot_scaling.py"
-
-
-if TIMING_RUNS:
-    TARGETS.extend(rules.plot_scaling.output)

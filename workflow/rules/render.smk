@@ -29,13 +29,11 @@ rule render:
         spec=run_spec,
         settings=RENDER,
     threads: 1
+    envmodules:
+        *ENVMODULES,
     log:
         ROOT + "/logs/render/{run_id}.log",
     conda:
         CONDA_ENV
     script:
         "../scripts/render.py"
-
-
-TARGETS.extend(run_files("video.mp4", runs_with("video")))
-TARGETS.extend(run_files("frames.png", runs_with("video")))

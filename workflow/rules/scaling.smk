@@ -38,10 +38,6 @@ rule scaling:
         "../scripts/scaling.py"
 
 
-if TIMING_RUNS:
-    TARGETS.extend(rules.scaling.output)
-
-
 # Best and final training returns of the learning runs, next to the thesis's.
 rule learning_returns:
     input:
@@ -59,7 +55,3 @@ rule learning_returns:
         ROOT + "/logs/learning_returns.log",
     script:
         "../scripts/learning_returns.py"
-
-
-if LEARNING_RUNS:
-    TARGETS.extend(rules.learning_returns.output)

@@ -44,16 +44,6 @@ def tune_slurm(key):
     return get
 
 
-def tune_runtime(wildcards, attempt):
-    """Minutes for a tune job (Slurm): its time budget, else trials x their time limit."""
-    search = SEARCHES[wildcards.search_id]
-    seconds = search.tune.get("time_budget_s") or (
-        search.num_samples * search.budget.get("time_limit_s", 3600)
-        / search.tune["max_concurrent_trials"]
-    )
-    return int(seconds * 1.1 / 60 + 10) * attempt
-
-
 rule search_summary:
     input:
         unpack(search_inputs),
@@ -95,7 +85,7 @@ rule tune:
         nodes=tune_slurm("nodes"),
         tasks=tune_slurm("tasks"),
         cpus_per_task=tune_slurm("cpus_per_task"),
-        runtime=tune_runtime,
+        runtime=search_runtime,
     envmodules:
         *ENVMODULES,
     log:
@@ -106,13 +96,6 @@ rule tune:
         "../scripts/tune.py"
 
 
-SEARCH_TARGETS = expand(
-    SEARCH_DIR + "/{name}",
-    search_id=SEARCHES,
-    name=["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf", "parameters.png"],
-)
-
-
 localrules:
     search,
 
@@ -120,7 +103,4 @@ localrules:
 # `snakemake search`: only the searches (e.g. before the runs that wait for their best.yaml).
 rule search:
     input:
-        SEARCH_TARGETS,
-
-
-TARGETS.extend(SEARCH_TARGETS)
+        search_targets(),

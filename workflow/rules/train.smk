@@ -49,6 +49,3 @@ rule train:
         CONDA_ENV
     script:
         "../scripts/train.py"
-
-
-TARGETS.extend(run_files("run.json"))

@@ -1,10 +1,10 @@
 """Snakemake script for rule train: one run, resumable, here or as a SageMaker job.
 All logic is in ddrl.training.train and ddrl.aws.sagemaker. A run with ``nodes > 1`` (Slurm
-profile) first gets a Ray cluster over its job's nodes (ddrl.cluster.slurm.ray_cluster)."""
+profile) first gets a Ray cluster over its job's nodes (ddrl.cluster.ray_nodes.ray_cluster)."""
 
 from pathlib import Path
 
-from ddrl.cluster.slurm import ray_cluster
+from ddrl.cluster.ray_nodes import ray_cluster
 from ddrl.snakemake_io import log_to
 from ddrl.runs import RunSpec
 from ddrl.training.train import keep_checkpoints, train_run

@@ -37,7 +37,8 @@ import numpy as np
 from ddrl import atomic
 from ddrl.training import checkpoints, provenance
 from ddrl.errors import CheckpointError, ConfigError
-from ddrl.runs import RunSpec
+from ddrl.analysis.tables import Column, write_formats
+from ddrl.runs import RunFolder, RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def write_eval(spec: RunSpec, run_dir: str | Path, out: str | Path, episodes: in
 def curve_checkpoints(run_dir: str | Path, run_id: str) -> list[tuple[Path, dict[str, Any]]]:
     """Intermediate checkpoints of a run that pass their manifest check, oldest first."""
     found = []
-    for path in checkpoints.listed(Path(run_dir) / "work" / "checkpoints"):
+    for path in checkpoints.listed(RunFolder(run_dir).work_checkpoints):
         try:
             manifest = checkpoints.read_manifest(path)
         except CheckpointError as err:
@@ -183,7 +184,7 @@ def evaluate_curve(spec: RunSpec, run_dir: str | Path, episodes: int) -> list[di
     seeds = eval_seeds(spec, episodes)
     paths = {int(m["iteration"]): p for p, m in curve_checkpoints(run_dir, spec.run_id)}
     final = load_run_policy(spec, run_dir)  # also checks the final checkpoint
-    paths[final.iteration] = run_dir / "checkpoint"
+    paths[final.iteration] = RunFolder(run_dir).checkpoint
     rows = []
     for iteration in sorted(paths):
         policy = final if iteration == final.iteration else load_run_policy(
@@ -235,21 +236,26 @@ def returns_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def returns_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [
-        "| algorithm | env | resources | seeds | evaluation return (mean ± std across seeds) |",
-        "|---|---|---|---|---|",
-    ]
-    for r in rows:
-        n = len(r["seeds"].split())
-        value = (f"{r['return_mean']:.1f} ± {r['return_std']:.1f}" if r["return_std"] is not None
-                 else f"{r['return_mean']:.1f} (1 seed)")
-        lines.append(f"| {r['algorithm']} | {r['env']} | {r['resources']} | {n} | {value} |")
+RETURNS_COLUMNS = [Column("algorithm", "algorithm"), Column("env", "env"),
+                   Column("resources", "resources"), Column("n_seeds", "seeds"),
+                   Column("return", "evaluation return (mean ± std across seeds)")]
+
+
+def _returns_shown(rows: Sequence[dict[str, Any]]) -> "pd.DataFrame":
+    """The returns table as shown (Markdown): seed count and ``mean ± std`` in one cell."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        **r, "n_seeds": len(r["seeds"].split()),
+        "return": (f"{r['return_mean']:.1f} ± {r['return_std']:.1f}" if r["return_std"] is not None
+                   else f"{r['return_mean']:.1f} (1 seed)"),
+    } for r in rows], columns=[*TABLE_COLUMNS, "n_seeds", "return"])
+
+
+def _returns_footer(rows: Sequence[dict[str, Any]]) -> str:
     eps = sorted({r["episodes_per_seed"] for r in rows})
-    lines.append("")
-    lines.append(f"Deterministic policy, {'/'.join(map(str, eps))} evaluation episodes per seed "
-                 "on seeds disjoint from training.")
-    return "\n".join(lines) + "\n"
+    return (f"Deterministic policy, {'/'.join(map(str, eps))} evaluation episodes per seed "
+            "on seeds disjoint from training.")
 
 
 def write_returns_table(eval_paths: Iterable[str | Path], out_csv: str | Path,
@@ -265,11 +271,7 @@ def write_returns_table(eval_paths: Iterable[str | Path], out_csv: str | Path,
     if not records:
         raise ConfigError("no eval.json files given; the returns table needs at least one run")
     rows = returns_table(records)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in rows)
-    with atomic.atomic_path(out_csv) as tmp_csv, atomic.atomic_path(out_md) as tmp_md:
-        tmp_csv.write_text(buf.getvalue())
-        tmp_md.write_text(returns_markdown(rows))
+    shown = _returns_shown(rows)
+    write_formats(shown, RETURNS_COLUMNS, {"csv": out_csv, "md": out_md},
+                  csv_df=shown[TABLE_COLUMNS], footer=_returns_footer(rows))
     return rows

@@ -38,8 +38,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ddrl.training import checkpoints
-from ddrl.errors import DdrlError, CheckpointError, ConfigError
-from ddrl.runs import RunSpec
+from ddrl.errors import CheckpointError, ConfigError, DdrlError
+from ddrl.runs import RunFolder, RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -422,6 +422,6 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
 def load_run_policy(spec: RunSpec, run_dir: str | Path, checkpoint: str | Path | None = None
                     ) -> RestoredPolicy:
     """:func:`load_policy` for a run spec: its final ``checkpoint/`` unless one is given."""
-    path = Path(checkpoint) if checkpoint else Path(run_dir) / "checkpoint"
+    path = Path(checkpoint) if checkpoint else RunFolder(run_dir).checkpoint
     return load_policy(path, run_id=spec.run_id, env=spec.env, algorithm=spec.algorithm,
                        env_config=dict(spec.env_config))

@@ -99,3 +99,55 @@ def training_intensity(hp: dict[str, Any]) -> float:
     """RLlib's ratio of trained to sampled steps for ``updates_per_step`` updates a step
     (read by RLlib's own training step, i.e. with an episode buffer)."""
     return hp["updates_per_step"] * hp["train_batch_size"]
+
+
+# --------------------------------------------------------------------------- off-policy (SAC, TD3)
+
+
+def offpolicy_params(**overrides: Any) -> dict[str, Any]:
+    """The hyperparameters SAC and TD3 share (replay, update ratio, sampling), defined once.
+
+    ``overrides`` replaces a shared :class:`~ddrl.algorithms.base.Param` where an algorithm
+    differs (TD3 warms up longer, with uniform random actions).
+    """
+    from ddrl.algorithms.base import NONNEG_INT, OBS_FILTER, POS_FLOAT, POS_INT, UNIT_FLOAT, Param
+
+    shared = {
+        "gamma": Param(UNIT_FLOAT, 0.99, "discount factor"),
+        "train_batch_size": Param(POS_INT, 256, "replay minibatch size"),
+        "updates_per_step": Param(POS_FLOAT, 1.0, "gradient (critic) updates per sampled env step"),
+        "update_schedule": Param({"enum": list(UPDATE_SCHEDULES)}, FIXED_RATIO, UPDATE_SCHEDULE_HELP),
+        "num_steps_sampled_before_learning_starts": Param(NONNEG_INT, 1000, "warm-up env steps"),
+        "replay_buffer_capacity": Param(POS_INT, 1_000_000, "replay buffer size (env steps)"),
+        "replay_buffer_type": Param(
+            {"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
+            "TransitionReplayBuffer (ddrl, fast, uniform) or one of RLlib's episode buffers "
+            "(RLlib's generic training step, slower; SAC: n-step, prioritized)"),
+        "timesteps_per_iteration": Param(POS_INT, 1000, "env steps sampled per training iteration"),
+        "rollout_fragment_length": Param(
+            POS_INT, 64, "env steps per env between weight syncs; with the TransitionReplayBuffer "
+            "the updates for them are trained in one learner call"),
+        "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
+    }
+    unknown = sorted(set(overrides) - set(shared))
+    if unknown:
+        raise KeyError(f"not a shared off-policy hyperparameter: {unknown}")
+    return {**shared, **overrides}
+
+
+def apply_offpolicy_settings(config: Any, hp: dict[str, Any]) -> Any:
+    """The end of SAC's and TD3's ``build()``: the shared hyperparameters on the config."""
+    return (
+        config.training(
+            gamma=hp["gamma"],
+            train_batch_size_per_learner=hp["train_batch_size"],
+            updates_per_step=hp["updates_per_step"],
+            update_schedule=hp["update_schedule"],
+            training_intensity=training_intensity(hp),
+            num_steps_sampled_before_learning_starts=hp["num_steps_sampled_before_learning_starts"],
+            replay_buffer_config=replay_buffer_config(hp),
+        )
+        .env_runners(rollout_fragment_length=hp["rollout_fragment_length"])
+        .reporting(min_sample_timesteps_per_iteration=hp["timesteps_per_iteration"])
+    )
+

@@ -1,5 +1,8 @@
 """Tables as CSV (data), Markdown (README, report) and LaTeX booktabs (thesis), atomically.
 
+Every table ddrl writes goes through :func:`write_table` (or :func:`write_formats` when a rule
+names each file): scaling, cost, provenance, returns and search leaderboards alike.
+
 A table is a DataFrame plus a column spec: which columns to show in the Markdown and LaTeX
 versions, under which header, with how many decimals. The CSV keeps every column at full
 precision, so nothing is lost to formatting.
@@ -10,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -24,9 +27,10 @@ class Column:
     name: str           # DataFrame column
     header: str         # header text (plain; LaTeX-escaped when written)
     decimals: int | None = None  # None: as is (ints, text)
+    float_format: str | None = None  # e.g. ".4g": a format spec for floats instead of decimals
 
 
-def _cell(value: Any, decimals: int | None) -> str:
+def _cell(value: Any, decimals: int | None, float_format: str | None = None) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -36,11 +40,13 @@ def _cell(value: Any, decimals: int | None) -> str:
             return ""
         if math.isinf(value):
             return "inf"
+        if float_format is not None:
+            return format(value, float_format)
         if decimals is None:
             return repr(round(value, 6))
         return f"{value:.{decimals}f}"
     if hasattr(value, "item"):  # numpy scalars
-        return _cell(value.item(), decimals)
+        return _cell(value.item(), decimals, float_format)
     return str(value)
 
 
@@ -52,7 +58,8 @@ def _numeric(df: pd.DataFrame, columns: Sequence[Column]) -> list[bool]:
 
 
 def _rows(df: pd.DataFrame, columns: Sequence[Column]) -> list[list[str]]:
-    return [[_cell(row[c.name], c.decimals) for c in columns] for _, row in df.iterrows()]
+    return [[_cell(row[c.name], c.decimals, c.float_format) for c in columns]
+            for _, row in df.iterrows()]
 
 
 def to_markdown(df: pd.DataFrame, columns: Sequence[Column], caption: str = "") -> str:
@@ -104,18 +111,37 @@ def write_table(df: pd.DataFrame, columns: Sequence[Column], stem: str | Path, *
     ``footer`` (e.g. how the runs were timed) goes under the Markdown table and into a
     LaTeX comment.
     """
+    stem = Path(stem)
+    paths = {ext: stem.with_name(f"{stem.name}.{ext}") for ext in FORMATS}
+    write_formats(df, columns, paths, caption=caption, label=label or f"tab:{stem.name}",
+                  footer=footer)
+    return list(paths.values())
+
+
+def write_formats(df: pd.DataFrame, columns: Sequence[Column], paths: Mapping[str, str | Path], *,
+                  csv_df: pd.DataFrame | None = None, caption: str = "", label: str = "",
+                  footer: str = "") -> None:
+    """Write the formats named in ``paths`` (``csv``, ``md``, ``tex``: path).
+
+    The CSV holds ``csv_df`` when given (the data), else ``df``; Markdown and LaTeX show
+    ``columns`` of ``df``.
+    """
+    unknown = sorted(set(paths) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"unknown table format(s) {unknown}; expected some of {FORMATS}")
     missing = [c.name for c in columns if c.name not in df.columns]
     if missing:
-        raise KeyError(f"table {Path(stem).name}: no column(s) {missing} in the data")
-    stem = Path(stem)
-    paths = [stem.with_name(f"{stem.name}.{ext}") for ext in FORMATS]
-    with atomic.atomic_path(paths[0]) as tmp:
-        df.to_csv(tmp, index=False)
-    md = to_markdown(df, columns, caption)
-    tex = to_latex(df, columns, caption, label or f"tab:{stem.name}")
-    if footer:
-        md += "\n" + footer.strip() + "\n"
-        tex = "".join(f"% {line}\n" for line in footer.strip().splitlines()) + tex
-    atomic.write_text(paths[1], md)
-    atomic.write_text(paths[2], tex)
-    return paths
+        raise KeyError(f"table {Path(next(iter(paths.values()))).stem}: no column(s) {missing} in the data")
+    if "csv" in paths:
+        with atomic.atomic_path(paths["csv"]) as tmp:
+            (df if csv_df is None else csv_df).to_csv(tmp, index=False)
+    if "md" in paths:
+        md = to_markdown(df, columns, caption)
+        if footer:
+            md += "\n" + footer.strip() + "\n"
+        atomic.write_text(paths["md"], md)
+    if "tex" in paths:
+        tex = to_latex(df, columns, caption, label)
+        if footer:
+            tex = "".join(f"% {line}\n" for line in footer.strip().splitlines()) + tex
+        atomic.write_text(paths["tex"], tex)

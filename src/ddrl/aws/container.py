@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.runs import RunSpec
+from ddrl.runs import CHECKPOINT, PROGRESS_CSV, RUN_JSON, RunFolder, RunSpec
 
 log = logging.getLogger(__name__)
 DEFAULT_ROOT = "/opt/ml"
@@ -98,8 +98,8 @@ def train_entry(root: str | Path | None = None, *,
         print_fn(f"ddrl {spec.run_id} container train: run folder {run_dir}")
         record = train(spec, run_dir, print_fn=print_fn)
         paths.model.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(run_dir / "checkpoint", paths.model / "checkpoint", dirs_exist_ok=True)
-        for name in ("progress.csv", "run.json"):
+        shutil.copytree(RunFolder(run_dir).checkpoint, paths.model / CHECKPOINT, dirs_exist_ok=True)
+        for name in (PROGRESS_CSV, RUN_JSON):
             shutil.copyfile(run_dir / name, paths.model / name)
         export_policy(spec, run_dir, paths.model / "policy.pt")
         return record

@@ -26,7 +26,7 @@ from ddrl import atomic
 from ddrl.training import checkpoints
 from ddrl.aws.settings import SageMakerSettings
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.runs import RunFolder, RunSpec
+from ddrl.runs import CHECKPOINT, PROGRESS_CSV, RUN_JSON, RunFolder, RunSpec
 
 JOB_RECORD = "sagemaker_job.json"  # in run_dir/work/: the job to re-attach to
 HYPERPARAMETER_LIMIT = 2500  # SageMaker's limit on one hyperparameter value
@@ -186,7 +186,7 @@ def train_on_sagemaker(
     run_dir = Path(run_dir)
     session = session or _session(settings)
     sm = session.client("sagemaker")
-    record_path = run_dir / "work" / JOB_RECORD
+    record_path = RunFolder(run_dir).work / JOB_RECORD
 
     name = _reattachable(sm, record_path, spec, print_fn)
     if name is None:
@@ -328,17 +328,17 @@ def download_run(s3: Any, artifact_uri: str, run_dir: str | Path, run_id: str,
         unpacked = Path(tmp) / "model"
         with tarfile.open(archive) as tar:
             tar.extractall(unpacked, filter="data")  # refuses absolute paths and ../
-        missing = [n for n in ("run.json", "progress.csv", "checkpoint") if not (unpacked / n).exists()]
+        missing = [n for n in (RUN_JSON, PROGRESS_CSV, CHECKPOINT) if not (unpacked / n).exists()]
         if missing:
             raise DdrlError(f"{artifact_uri} is not a ddrl run: {', '.join(missing)} missing")
         record = RunFolder(unpacked).read_record()
         if record.get("run_id") != run_id:
             raise DdrlError(f"{artifact_uri} holds run {record.get('run_id')!r}, expected {run_id!r}")
-        checkpoints.read_manifest(unpacked / "checkpoint")
-        atomic.replace_dir(unpacked / "checkpoint", run_dir / "checkpoint")
+        checkpoints.read_manifest(unpacked / CHECKPOINT)
+        atomic.replace_dir(unpacked / CHECKPOINT, RunFolder(run_dir).checkpoint)
         # policy.pt stays in the artifact: the export rule makes it here as for any run
-        with atomic.atomic_path(run_dir / "progress.csv") as part:
-            shutil.copyfile(unpacked / "progress.csv", part)
+        with atomic.atomic_path(RunFolder(run_dir).progress_csv) as part:
+            shutil.copyfile(unpacked / PROGRESS_CSV, part)
         record["sagemaker"] = extra
         RunFolder(run_dir).write_record(record)
     print_fn(f"ddrl {run_id} downloaded {artifact_uri} into {run_dir}")

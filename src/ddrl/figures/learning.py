@@ -1,18 +1,16 @@
-"""Figures. Every figure is saved as PDF (papers) and PNG (report), atomically."""
+"""Learning curves: mean episode return against env steps or training time, across seeds.
+
+Saved through :mod:`ddrl.figures.style` (PDF and PNG, atomically)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from ddrl import atomic  # noqa: E402
+from ddrl.figures.style import plt, save_figure
 
 GRID_POINTS = 60
 X_LABELS = {
@@ -20,23 +18,6 @@ X_LABELS = {
     # Summed iteration times: training wall-clock without start-up and checkpoint writes.
     "time_total_s": "training wall-clock time (s)",
 }
-
-
-def save_figure(fig: plt.Figure, pdf: str | Path, png: str | Path, dpi: int = 150) -> None:
-    try:
-        for target, fmt in ((pdf, "pdf"), (png, "png")):
-            with atomic.atomic_path(target) as tmp:
-                try:
-                    fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
-                except Exception as err:
-                    # On a full disk matplotlib's PDF writer fails again in its cleanup
-                    # (AttributeError: 'Stream' object has no attribute 'pos'), hiding
-                    # the OSError; raise that one, which names the disk's problem.
-                    if not isinstance(err, OSError) and isinstance(err.__context__, OSError):
-                        raise err.__context__ from None
-                    raise
-    finally:
-        plt.close(fig)
 
 
 def on_common_grid(df: pd.DataFrame, x: str, y: str, by: list[str]) -> pd.DataFrame:

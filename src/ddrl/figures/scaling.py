@@ -17,7 +17,8 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 # The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
 from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
-from ddrl.figures.learning import plt, reward_curves, save_figure
+from ddrl.figures.learning import reward_curves
+from ddrl.figures.style import plt, save_figure
 from ddrl.analysis.scaling import PARTS, amdahl_curve
 
 
@@ -138,7 +139,12 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.
         notes = sorted(set(speedup["note"].dropna()) - {""})
         empty_figure(pdf, png, "No speedup to plot.\n" + "\n".join(notes[:4]))
         return pd.DataFrame()
-    panels = _panels(data)
+    # A series measured at one worker count has no speedup curve: no panel for it.
+    panels = [(key, group) for key, group in _panels(data) if group["workers"].nunique() > 1]
+    if not panels:
+        empty_figure(pdf, png, "No speedup to plot: every series ran with a single worker count.")
+        return pd.DataFrame()
+    data = pd.concat([group for _, group in panels])
     fig, axes = _grid(len(panels))
     for ax, (key, group) in zip(axes, panels):
         top = group["workers"].max()

@@ -7,11 +7,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ddrl.config.search_space import Search, _is_finite, trial_name
 from ddrl.errors import DdrlError
 from ddrl.runs import read_run
+
+if TYPE_CHECKING:  # pandas: only when summarising (the workflow imports this to parse)
+    from ddrl.analysis.tables import Column
 
 
 # --------------------------------------------------------------------------- results
@@ -127,84 +130,30 @@ def write_summary(search: Search, results: Sequence[TrialResult], *, csv: str | 
 
     from ddrl import atomic
 
+    from ddrl.analysis.tables import write_formats
+
     board = leaderboard(search, results)
     record = best_record(search, board, results)
-    with atomic.atomic_path(csv) as tmp:
-        board.to_csv(tmp, index=False)
-    atomic.write_text(md, leaderboard_markdown(search, board))
+    write_formats(board, leaderboard_columns(search), {"csv": csv, "md": md},
+                  caption=leaderboard_caption(search, board))
     header = (f"# Best trial of search {search.id} ({search.kind}, {len(results)} trials), "
               f"by {search.metric.label}.\n# Use it in a training config with "
               f"`hyperparameters_from: <this file>`.\n")
     atomic.write_text(best, header + yaml.safe_dump(record, sort_keys=False))
+    from ddrl.figures.search import parameter_figure  # matplotlib: only when summarising
+
     parameter_figure(search, board, pdf, png)
     return board
 
 
-def leaderboard_markdown(search: Search, board) -> str:
-    cols = ["rank", "trial", *search.names, "metric", "env_steps", "wall_time_s", "status"]
-    lines = [
-        f"# Search {search.id}: {search.algorithm} on {search.env}",
-        "",
-        f"{search.kind} search, {len(board)} trials, ranked by {search.metric.label} "
-        f"({search.metric.mode}).",
-        "",
-        "| " + " | ".join(cols) + " |",
-        "|" + "|".join("---" for _ in cols) + "|",
-    ]
-    for _, row in board.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            if isinstance(v, float):
-                v = "" if math.isnan(v) else f"{v:.4g}"
-            cells.append(str(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+def leaderboard_columns(search: Search) -> list[Column]:
+    """The leaderboard's shown columns; floats keep four significant digits."""
+    from ddrl.analysis.tables import Column
+    names = ["rank", "trial", *search.names, "metric", "env_steps", "wall_time_s", "status"]
+    return [Column(name, name, float_format=".4g") for name in names]
 
 
-def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) -> None:
-    """One panel per searched hyperparameter: the metric of every trial against its value."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from ddrl.figures.learning import save_figure
-
-    dims = search.dimensions
-    fig, axes = plt.subplots(1, len(dims), figsize=(3.6 * len(dims), 3.4), squeeze=False,
-                             sharey=True)
-    metric = board["metric"].astype(float)
-    best = board.iloc[0]
-    for ax, dim in zip(axes[0], dims):
-        if dim.is_range:
-            x = board[dim.name].astype(float)
-            ax.scatter(x, metric, s=28, color="0.35", label="trial")
-            if _is_finite(best["metric"]):
-                ax.scatter([float(best[dim.name])], [best["metric"]], s=90, marker="*",
-                           color="tab:red", label="best", zorder=3)
-            if dim.kind == "loguniform":
-                ax.set_xscale("log")
-        else:
-            labels = [json.dumps(v) if isinstance(v, (list, dict)) else str(v) for v in dim.values]
-            pos = {label: i for i, label in enumerate(labels)}
-            col = board[dim.name].map(lambda v: v if isinstance(v, str) and v.startswith("[")
-                                      else str(v))
-            jitter = np.random.default_rng(0).uniform(-0.08, 0.08, len(board))
-            x = col.map(pos).astype(float) + jitter
-            ax.scatter(x, metric, s=28, color="0.35", label="trial")
-            if _is_finite(best["metric"]):
-                ax.scatter([x.iloc[0]], [best["metric"]], s=90, marker="*",
-                           color="tab:red", label="best", zorder=3)
-            ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 3 else 0,
-                          fontsize=8)
-            ax.set_xlim(-0.5, len(labels) - 0.5)
-        ax.set_xlabel(dim.name)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(search.metric.label)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{search.id}: {search.kind} search, {len(board)} trials "
-                 f"({search.metric.mode} is better)", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+def leaderboard_caption(search: Search, board) -> str:
+    return (f"# Search {search.id}: {search.algorithm} on {search.env}\n\n"
+            f"{search.kind} search, {len(board)} trials, ranked by {search.metric.label} "
+            f"({search.metric.mode}).")

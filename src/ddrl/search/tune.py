@@ -12,7 +12,7 @@ of the metric column (which :mod:`ddrl.search.grid` turns into the leaderboard) 
 
 With ``tune: {nodes: N}`` (N > 1) the tune job is one N-node Slurm job: :func:`tune_cluster`
 starts Ray over the allocation with the bootstrap multi-node training uses
-(:func:`ddrl.cluster.slurm.ray_cluster_on_nodes`), and Tune places the trials on all the nodes.
+(:func:`ddrl.cluster.ray_nodes.ray_cluster_on_nodes`), and Tune places the trials on all the nodes.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def tune_cluster(search: Search, search_dir: str | Path, *,
     if tune_nodes(search) == 1:
         yield None
         return
-    from ddrl.cluster.slurm import ray_cluster_on_nodes
+    from ddrl.cluster.ray_nodes import ray_cluster_on_nodes
 
     per_node = cpus_per_node(search)
     with ray_cluster_on_nodes(per_node, Path(search_dir), print_fn=print_fn,

@@ -21,7 +21,7 @@ from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError, TrainingInterrupted  # noqa: F401
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
 from ddrl.training.runtime import learner_threads, ray_session
-from ddrl.cluster.slurm import env_runner_placement
+from ddrl.cluster.ray_nodes import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
 from ddrl.training.stop import episodes_so_far, stop_reason
 from ddrl.training.tracking import Tracker
@@ -238,7 +238,7 @@ def train_run(
 
 def _first_start(run_dir: Path, started: str) -> str:
     """The start time of the first attempt, kept across resumes."""
-    marker = run_dir / "work" / "started"
+    marker = RunFolder(run_dir).work / "started"
     if marker.exists():
         return marker.read_text().strip()
     atomic.write_text(marker, started)

@@ -201,6 +201,22 @@ def test_every_figure_is_drawn_from_the_tables(tmp_path):
     assert set(rewards["run_id"]) == {d.name for d in dirs}
 
 
+def test_speedup_figure_leaves_out_series_with_a_single_worker_count(tmp_path):
+    from ddrl.figures.scaling import speedup_figure
+
+    dirs = amdahl_study(tmp_path, workers=(1, 2, 4), gpu_factor=0.7)
+    tables = tmp_path / "tables"
+    scaling_stage(dirs, tables, {"bootstrap": 100})
+    speedup = pd.read_csv(tables / "speedup.csv", keep_default_na=True)
+    speedup["note"] = speedup["note"].fillna("")
+    amdahl = pd.read_csv(tables / "amdahl.csv")
+    solo = speedup[speedup["workers"] == 1].assign(env="Solo-v0")  # measured at 1 worker only
+    drawn = speedup_figure(pd.concat([speedup, solo]), amdahl, tmp_path / "s.pdf", tmp_path / "s.png")
+    assert "Solo-v0" not in set(drawn["env"]) and sorted(set(drawn["workers"])) == [1, 2, 4]
+    drawn = speedup_figure(solo, amdahl, tmp_path / "o.pdf", tmp_path / "o.png")
+    assert drawn.empty and (tmp_path / "o.png").stat().st_size > 0
+
+
 # ----------------------------------------------------------------- cost
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddrl.cluster import slurm
+from ddrl.cluster import ray_nodes, slurm
 from ddrl.errors import ConfigError
 from ddrl.config.study import Study
 
@@ -53,12 +53,12 @@ def test_runtime_follows_the_budget_and_grows_with_the_attempt(tmp_path):
 
 
 def test_port_blocks_differ_between_jobs_and_stay_in_range():
-    a, b = slurm.job_ports(1234), slurm.job_ports(1235)
+    a, b = ray_nodes.job_ports(1234), ray_nodes.job_ports(1235)
     assert not set(a.values()) & set(b.values())
-    for ports in (a, b, slurm.job_ports(10**9 + 7)):
+    for ports in (a, b, ray_nodes.job_ports(10**9 + 7)):
         assert len(set(ports.values())) == len(ports)
-        assert slurm.PORT_LOW <= min(ports.values())
-        assert max(ports.values()) < slurm.PORT_HIGH <= 32768  # below the ephemeral range
+        assert ray_nodes.PORT_LOW <= min(ports.values())
+        assert max(ports.values()) < ray_nodes.PORT_HIGH <= 32768  # below the ephemeral range
         assert ports["min-worker-port"] > max(v for k, v in ports.items() if "worker" not in k)
 
 
@@ -105,3 +105,14 @@ def test_check_runs_refuses_the_whole_study_with_one_line_per_run(tmp_path):
     assert spec.run_id in str(err.value) and "201 CPUs" in str(err.value)
     fine = _spec(tmp_path, num_env_runners=100, nodes=2)
     slurm.check_runs({fine.run_id: fine}, "main", mem_mb_per_cpu=3000, partitions=PARTS)
+
+
+def test_tune_runtime_is_its_time_budget_else_its_trials_limits():
+    from types import SimpleNamespace
+
+    budgeted = SimpleNamespace(tune={"time_budget_s": 600, "max_concurrent_trials": 1},
+                               num_samples=8, budget={"time_limit_s": 60})
+    assert slurm.tune_runtime_min(budgeted, 1) == int(600 * 1.1 / 60 + slurm.RUNTIME_MARGIN_MIN)
+    trials = SimpleNamespace(tune={"max_concurrent_trials": 2}, num_samples=4, budget={})
+    seconds = 4 * slurm.DEFAULT_TRIAL_S / 2
+    assert slurm.tune_runtime_min(trials, 2) == 2 * int(seconds * 1.1 / 60 + slurm.RUNTIME_MARGIN_MIN)

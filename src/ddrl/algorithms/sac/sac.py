@@ -37,6 +37,7 @@ from ray.rllib.core.models.configs import MLPEncoderConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.typing import ModuleID
 
+from ddrl.algorithms.sac import losses
 from ddrl.algorithms.offpolicy import (
     TransitionReplayAlgorithm,
     TransitionReplayConfig,
@@ -44,9 +45,6 @@ from ddrl.algorithms.offpolicy import (
     minibatch_tensors,
     polyak_update,
 )
-
-HUBER = torch.nn.HuberLoss(delta=1.0)
-
 
 class ConcatQSACCatalog(SACCatalog):
     """SAC's catalog with MLP Q-networks on ``concat(obs, action)`` (continuous actions)."""
@@ -167,14 +165,15 @@ class FastSACTorchLearner(SACTorchLearner):
                 heads.append((module.qf_twin_encoder, module.qf_twin))
             return [module._qf_forward_train_helper(batch, enc, head) for enc, head in heads]
 
+        # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
         acc = {k: torch.zeros((), device=self._device)
-               for k in ("qf_loss", "policy_loss", "alpha_loss", "qf_mean", "logps")}
+               for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
         discount = config.gamma ** config.n_step
         for i in range(num_updates):
             sl = slice(i * batch_size, (i + 1) * batch_size)
             obs, actions = t["obs"][sl].float(), t["actions"][sl].float()
             rewards, next_obs = t["rewards"][sl].float(), t["next_obs"][sl].float()
-            alive = 1.0 - t["terminateds"][sl].float()
+            terminateds = t["terminateds"][sl]
             alpha = log_alpha.detach().exp()
 
             # Critics.
@@ -182,9 +181,10 @@ class FastSACTorchLearner(SACTorchLearner):
                 next_actions, next_logp = policy(next_obs).sample_and_logp()
                 next_q = module.forward_target({Columns.OBS: next_obs,
                                                 Columns.ACTIONS: next_actions})
-                target = rewards + discount * alive * (next_q - alpha * next_logp)
+                target = losses.critic_targets(rewards, terminateds, next_q, next_logp, alpha,
+                                               discount)
             qs = q_values(obs, actions)
-            critic_loss = sum(HUBER(q, target) for q in qs)
+            critic_loss = losses.critic_loss(qs, target)
             for opt in critic_opts:
                 opt.zero_grad(set_to_none=True)
             critic_loss.backward()
@@ -193,23 +193,22 @@ class FastSACTorchLearner(SACTorchLearner):
 
             # Actor: gradients w.r.t. the policy only (the critics' grads stay untouched).
             new_actions, logp = policy(obs).rsample_and_logp()
-            q_pi = torch.min(torch.stack(q_values(obs, new_actions)), dim=0).values
-            actor_loss = (alpha * logp - q_pi).mean()
+            actor_loss = losses.actor_loss(logp, q_values(obs, new_actions), alpha)
             for p, g in zip(actor_params, torch.autograd.grad(actor_loss, actor_params)):
                 p.grad = g
             actor_opt.step()
 
             # Temperature.
-            alpha_loss = -(log_alpha * (logp.detach() + target_entropy)).mean()
+            alpha_loss = losses.alpha_loss(log_alpha, logp, target_entropy)
             alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
             alpha_opt.step()
 
             polyak_update(pairs, config.tau)
-            acc["qf_loss"] += critic_loss.detach() / len(qs)
-            acc["policy_loss"] += actor_loss.detach()
+            acc["critic_loss"] += critic_loss.detach() / len(qs)
+            acc["actor_loss"] += actor_loss.detach()
             acc["alpha_loss"] += alpha_loss.detach()
-            acc["qf_mean"] += qs[0].detach().mean()
+            acc["q_mean"] += qs[0].detach().mean()
             acc["logps"] += logp.detach().mean()
         n = max(num_updates, 1)
         out = {k: float(v) / n for k, v in acc.items()}

@@ -88,7 +88,7 @@ class TD3TorchLearner(TorchLearner):
         if int(module.num_critic_updates.item() + 1) % config.policy_delay == 0:
             self._actor_obs[module_id] = b["obs"]
         self.metrics.log_value((module_id, "critic_loss"), critic_loss, window=1)
-        self.metrics.log_value((module_id, "q1_mean"), q1.mean(), window=1)
+        self.metrics.log_value((module_id, "q_mean"), q1.mean(), window=1)
         return critic_loss
 
     def compute_gradients(self, loss_per_module: Dict[ModuleID, TensorType], **kwargs) -> ParamDict:
@@ -179,7 +179,7 @@ class TD3TorchLearner(TorchLearner):
         module.num_critic_updates += num_updates
         out = {
             "critic_loss": float(critic_sum) / max(num_updates, 1),
-            "q1_mean": float(q_sum) / max(num_updates, 1),
+            "q_mean": float(q_sum) / max(num_updates, 1),  # Q1; named as SAC's
             "num_critic_updates": num_updates,
             "num_actor_updates": n_actor,
         }

@@ -1,0 +1,44 @@
+"""SAC loss maths (Haarnoja et al. 2018, arXiv:1812.05905) in plain torch, as RLlib 2.60 computes
+them: Huber critic regression, the reparameterised actor objective, and the temperature loss.
+
+Pure functions of tensors: the learner (:mod:`ddrl.algorithms.sac.sac`) feeds them the
+networks' outputs, and the unit tests check them against hand-written references.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+HUBER = torch.nn.HuberLoss(delta=1.0)
+
+
+def critic_targets(rewards: torch.Tensor, terminateds: torch.Tensor, next_q: torch.Tensor,
+                   next_logp: torch.Tensor, alpha: torch.Tensor | float,
+                   discount: float) -> torch.Tensor:
+    """``r + discount (1 - terminated) (min Q_target(s', a') - alpha log pi(a'|s'))``.
+
+    ``next_q`` is already the minimum over the target critics; ``discount`` is
+    ``gamma ** n_step``. Only ``terminateds`` stops the bootstrap (time limits bootstrap).
+    """
+    alive = 1.0 - terminateds.float()
+    return rewards + discount * alive * (next_q - alpha * next_logp)
+
+
+def critic_loss(qs: Sequence[torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+    """Sum over the critics of the Huber loss (delta 1) between Q(s, a) and the targets."""
+    return sum(HUBER(q, targets) for q in qs)
+
+
+def actor_loss(logp: torch.Tensor, qs: Sequence[torch.Tensor],
+               alpha: torch.Tensor | float) -> torch.Tensor:
+    """``mean(alpha log pi(a|s) - min_j Q_j(s, a))`` for reparameterised actions ``a``."""
+    q_pi = torch.min(torch.stack(list(qs)), dim=0).values
+    return (alpha * logp - q_pi).mean()
+
+
+def alpha_loss(log_alpha: torch.Tensor, logp: torch.Tensor,
+               target_entropy: torch.Tensor | float) -> torch.Tensor:
+    """``-mean(log alpha (log pi(a|s) + target_entropy))``; ``logp`` carries no gradient."""
+    return -(log_alpha * (logp.detach() + target_entropy)).mean()
