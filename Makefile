@@ -24,10 +24,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# snakemake --lint (only the exceptions documented in tests/test_workflow_lint.py) and the
+# snakemake --lint (only the exceptions documented in tests/workflow/test_workflow_lint.py) and the
 # packaging checks (environment.yml against pyproject.toml and the lock).
 lint: $(STAMP)
-	$(BIN)/python -m pytest -q tests/test_workflow_lint.py tests/test_packaging.py
+	$(BIN)/python -m pytest -q tests/workflow/test_workflow_lint.py tests/unit/test_packaging.py
 
 report: $(STAMP)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report results/$(STUDY)/report.html
