@@ -72,3 +72,14 @@ def test_actor_loss_gradient_reaches_logp_and_q_but_alpha_loss_only_log_alpha():
     # d/d log_alpha = -mean(logp + target_entropy); logp gets no gradient (detached).
     assert float(log_alpha.grad) == pytest.approx(-np.mean([-1.0 - 2.0, 0.5 - 2.0]))
     assert logp2.grad is None
+
+
+@pytest.mark.parametrize("name", ["FastSAC", "FastSACConfig", "FastSACTorchLearner",
+                                  "ConcatQSACTorchRLModule", "ConcatQSACCatalog"])
+def test_checkpoints_from_before_the_move_still_find_sacs_classes(name):
+    import pickle
+
+    from ddrl.algorithms.sac import sac
+
+    # A pickle by reference, as RLlib's checkpoints hold classes (protocol 0 GLOBAL).
+    assert pickle.loads(f"cddrl.algorithms.fast_sac\n{name}\n.".encode()) is getattr(sac, name)
