@@ -10,13 +10,16 @@ tokens is exactly the number of faults, whichever runner process hits them.
 ``mode``:
   - ``raise``: ``step`` raises RuntimeError;
   - ``kill``: the process sends itself SIGKILL (a segfaulting simulator);
-  - ``construct``: the constructor raises while any token is left (a run that cannot start).
+  - ``construct``: the constructor raises while any token is left, in Ray's processes only (a
+    run that passes validation, which builds the env once to read its spaces before any
+    job starts, but whose env runners cannot start).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -50,9 +53,15 @@ def _claim(fault_dir: str) -> bool:
     return False
 
 
+def _in_ray_process() -> bool:
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
 class FaultyCartPole(CartPoleEnv):
     def __init__(self, fault_dir: str = "", fail_at: int = 10, mode: str = "raise", **kwargs):
-        if mode == "construct" and fault_dir and any(Path(fault_dir).glob("token_*")):
+        if (mode == "construct" and fault_dir and any(Path(fault_dir).glob("token_*"))
+                and _in_ray_process()):
             raise FaultError(f"injected fault: {ENV_ID} cannot start (tokens in {fault_dir})")
         super().__init__(**kwargs)
         self.fault_dir, self.fail_at, self.mode = fault_dir, fail_at, mode
