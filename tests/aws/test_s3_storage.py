@@ -43,7 +43,7 @@ def test_plot_rule_reads_and_writes_s3(container_run, session, aws, tmp_path):
     workdir.mkdir()
     config = workdir / "study.yaml"
     config.write_text(yaml.safe_dump(TINY_SAGEMAKER_STUDY))
-    target = "results/awstiny/figures/reward_curves.png"
+    target = "results/awstiny/figures/fig12-14_reward_curves.png"
     proc = _snakemake(
         workdir, config, "local", target, "--cores", "1",
         "--default-storage-provider", "s3",
@@ -56,7 +56,7 @@ def test_plot_rule_reads_and_writes_s3(container_run, session, aws, tmp_path):
     assert "rule train:" not in log  # the run in S3 counts as done: nothing retrained
     # the outputs went back to S3 ...
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX)["Contents"]}
-    for name in ("reward_curves.png", "reward_curves.pdf"):
+    for name in ("fig12-14_reward_curves.png", "fig12-14_reward_curves.pdf"):
         assert f"{PREFIX}/results/awstiny/figures/{name}" in keys
     png = s3.get_object(Bucket=BUCKET, Key=f"{PREFIX}/{target}")["Body"].read()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -198,7 +198,7 @@ def test_a_killed_tree_while_tables_and_figures_are_written(study):
         files = visible_files(folder)
         assert files and all(whole(p) for p in files), folder
     assert {"speedup.csv", "returns.csv", "cost.csv"} <= {p.name for p in visible_files(root / "tables")}
-    assert (root / "figures" / "reward_curves.pdf").exists()
+    assert (root / "figures" / "fig12-14_reward_curves.pdf").exists()
     # The rerun found nothing left to do from the killed attempt.
     again = run_snakemake(workdir, workdir / "tree.yaml", "-n", timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr

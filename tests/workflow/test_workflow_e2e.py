@@ -44,11 +44,11 @@ def test_tiny_study_writes_every_run_output(tiny_study):
 
 def test_tiny_study_draws_reward_curves(tiny_study):
     figures = tiny_study / "results" / "tiny" / "figures"
-    for name in ("reward_curves.pdf", "reward_curves.png"):
+    for name in ("fig12-14_reward_curves.pdf", "fig12-14_reward_curves.png"):
         path = figures / name
         assert path.stat().st_size > 5_000, name
-    assert (figures / "reward_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (figures / "reward_curves.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (figures / "fig12-14_reward_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (figures / "fig12-14_reward_curves.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_final_checkpoint_loads_with_rllib(tiny_study):

@@ -1,36 +1,8 @@
-# Figures drawn from the runs' progress files.
-
-
-rule plot_rewards:
-    input:
-        progress=run_files("progress.csv", LEARNING_RUNS),
-        runs=run_files("run.json", LEARNING_RUNS),
-    output:
-        pdf=ROOT + "/figures/reward_curves.pdf",
-        png=report(
-            ROOT + "/figures/reward_curves.png",
-            caption="../report/reward_curves.rst",
-            category="Learning",
-        ),
-        csv=ROOT + "/figures/reward_curves.csv",  # the plotted data (source data)
-    params:
-        experiments=experiments_of(LEARNING_RUNS),
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/plot_rewards.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/plot_rewards.py"
-
-
-
-
-# The scaling study's figures, each named after the thesis figure it reproduces
-# (ddrl.figures.scaling.FIGURES); captions in workflow/report/<name>.rst.
+# Figures, each named after the thesis figure it reproduces (ddrl.figures.catalog), with its
+# plotted data as CSV beside it; captions in workflow/report/<name>.rst. plot_rewards draws
+# Figs 12-14 from the learning runs, plot_scaling the rest from the tables.
 from ddrl.figures.catalog import CATEGORY as FIGURE_CATEGORY
-from ddrl.figures.catalog import FIGURES, output_key
+from ddrl.figures.catalog import LEARNING_FIGURES, SCALING_FIGURES, output_key
 
 
 def _figure(name):
@@ -43,10 +15,26 @@ def _figure(name):
     }
 
 
-rule plot_scaling:
+rule plot_rewards:
     input:
         progress=run_files("progress.csv", LEARNING_RUNS),
         runs=run_files("run.json", LEARNING_RUNS),
+    output:
+        **{k: v for name in LEARNING_FIGURES for k, v in _figure(name).items()},
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
+    envmodules:
+        *ENVMODULES,
+    log:
+        ROOT + "/logs/plot_rewards.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/plot_rewards.py"
+
+
+rule plot_scaling:
+    input:
         speedup=ROOT + "/tables/speedup.csv",
         breakdown=ROOT + "/tables/breakdown.csv",
         amdahl=ROOT + "/tables/amdahl.csv",
@@ -54,9 +42,7 @@ rule plot_scaling:
         schedules=ROOT + "/tables/update_schedules.csv",
         cost=ROOT + "/tables/cost.csv",
     output:
-        **{k: v for name in FIGURES for k, v in _figure(name).items()},
-    params:
-        experiments=experiments_of(LEARNING_RUNS),
+        **{k: v for name in SCALING_FIGURES for k, v in _figure(name).items()},
     envmodules:
         *ENVMODULES,
     log:

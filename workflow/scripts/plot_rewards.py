@@ -1,14 +1,14 @@
-"""Snakemake script for rule plot_rewards."""
+"""Snakemake script for rule plot_rewards: thesis Figs 12-14 from the learning runs."""
 
 from pathlib import Path
 
-from ddrl.figures.learning import reward_curves
-from ddrl.analysis.results import load_progress
-from ddrl.atomic import write_text
+from ddrl.figures.catalog import LEARNING_FIGURES, output_key
+from ddrl.figures.stage import reward_stage
 from ddrl.snakemake_io import log_to
 
 with log_to(snakemake.log[0]):  # noqa: F821
-    progress = load_progress([Path(p).parent for p in snakemake.input.runs],  # noqa: F821
-                             snakemake.params.experiments)  # noqa: F821
-    drawn = reward_curves(progress, snakemake.output.pdf, snakemake.output.png)  # noqa: F821
-    write_text(snakemake.output.csv, drawn.to_csv(index=False))  # noqa: F821
+    out = snakemake.output  # noqa: F821
+    reward_stage([Path(p).parent for p in snakemake.input.runs],  # noqa: F821
+                 {n: (getattr(out, output_key(n, "pdf")), getattr(out, output_key(n, "png")))
+                  for n in LEARNING_FIGURES},
+                 snakemake.params.experiments)  # noqa: F821

@@ -20,6 +20,11 @@ FIGURES = {
                         "fewer updates and parallel work) and at a fixed update ratio",
 }
 
+# Drawn by rule plot_rewards from the learning runs; the rest by rule plot_scaling from the
+# scaling and cost tables.
+LEARNING_FIGURES = ("fig12-14_reward_curves", "fig12-14_reward_curves_wallclock")
+SCALING_FIGURES = tuple(name for name in FIGURES if name not in LEARNING_FIGURES)
+
 # figure stem -> report category.
 CATEGORY = {name: "Learning" if name.startswith("fig12-14") else
             "Cost" if name.startswith("cost") else "Scaling" for name in FIGURES}

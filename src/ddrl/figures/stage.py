@@ -12,16 +12,43 @@ from ddrl import atomic
 
 from ddrl.analysis.results import load_progress
 from ddrl.figures import scaling as figs
+from ddrl.figures.catalog import LEARNING_FIGURES
+
+
+def reward_stage(run_dirs: Iterable[str | Path],
+                 outputs: Mapping[str, tuple[str | Path, str | Path]],
+                 experiments: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Figs 12-14 (rule plot_rewards): reward curves of the learning runs against env steps
+    and wall-clock, each figure's plotted data next to it as CSV."""
+    run_dirs = list(run_dirs)
+    reward_outputs = {name: outputs[name] for name in LEARNING_FIGURES}
+    if run_dirs:
+        drawn = figs.reward_figures(load_progress(run_dirs, experiments), reward_outputs)
+    else:
+        drawn = {}
+        for name, (pdf, png) in reward_outputs.items():
+            figs.empty_figure(pdf, png, "No learning experiment in this study "
+                                        "(every experiment has purpose: timing).")
+            drawn[name] = pd.DataFrame()
+    _write_source_data(drawn, outputs)
+    return drawn
+
+
+def _write_source_data(drawn: Mapping[str, pd.DataFrame],
+                       outputs: Mapping[str, tuple[str | Path, str | Path]]) -> None:
+    for name, data in drawn.items():
+        atomic.write_text(source_data_path(outputs[name][1]), data.to_csv(index=False))
 
 
 def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
                   outputs: Mapping[str, tuple[str | Path, str | Path]],
                   experiments: Mapping[str, str] | None = None) -> None:
-    """Draw every scaling-study figure; ``outputs`` maps a figure stem to (pdf, png).
+    """Draw the figures named in ``outputs`` (a figure stem -> (pdf, png)).
 
-    ``run_dirs`` are the learning runs (reward curves; ``experiments`` maps their ids to
-    experiment names); the scaling figures read the tables in ``tables_dir``. Each figure's
-    plotted data goes next to it as ``<name>.csv`` (its source data)."""
+    The scaling figures read the tables in ``tables_dir``; the reward curves, when asked
+    for, the learning runs ``run_dirs`` (``experiments`` maps their ids to experiment names;
+    see :func:`reward_stage`). Each figure's plotted data goes next to it as ``<name>.csv``
+    (its source data)."""
     run_dirs = list(run_dirs)
     drawn: dict[str, pd.DataFrame] = {}
     tables_dir = Path(tables_dir)
@@ -33,15 +60,8 @@ def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     for df in (speedup, breakdown, amdahl):
         if "note" in df:
             df["note"] = df["note"].fillna("")
-    reward_outputs = {k: outputs[k] for k in ("fig12-14_reward_curves",
-                                              "fig12-14_reward_curves_wallclock")}
-    if run_dirs:
-        drawn.update(figs.reward_figures(load_progress(run_dirs, experiments), reward_outputs))
-    else:
-        for name, (pdf, png) in reward_outputs.items():
-            figs.empty_figure(pdf, png, "No learning experiment in this study "
-                                        "(every experiment has purpose: timing).")
-            drawn[name] = pd.DataFrame()
+    if any(name in outputs for name in LEARNING_FIGURES):
+        reward_stage(run_dirs, outputs, experiments)
     drawn["fig15-20_iteration_time"] = figs.iteration_time_figure(
         speedup, amdahl, *outputs["fig15-20_iteration_time"])
     drawn["fig15-20_speedup"] = figs.speedup_figure(speedup, amdahl, *outputs["fig15-20_speedup"])
@@ -55,8 +75,7 @@ def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     schedules["note"] = schedules["note"].fillna("")
     drawn["update_schedules"] = figs.update_schedule_figure(
         schedules, read("thesis_comparison"), *outputs["update_schedules"])
-    for name, data in drawn.items():
-        atomic.write_text(source_data_path(outputs[name][1]), data.to_csv(index=False))
+    _write_source_data(drawn, outputs)
 
 
 def source_data_path(png: str | Path) -> Path:
