@@ -117,3 +117,31 @@ def test_cost_table_keeps_experiments_apart(mini):
     # PPO with 2 runners is both a timing and a learning run: two rows, not one pooled.
     ppo2 = cost[(cost["algorithm"] == "PPO") & (cost["workers"] == 2)]
     assert sorted(ppo2["experiment"]) == ["learning", "scaling-ppo"]
+
+
+def test_gradient_updates_follow_each_schedule(mini):
+    """Updates per iteration in the progress files of the TD3 and SAC timing runs: under the
+    thesis's schedule one per round of 1 step from every runner (100 env steps an iteration:
+    100 with 1 runner, 50 with 2), at the fixed ratio one per env step at any runner count."""
+    study, root = mini["study"], mini["root"]
+    per_iter = 100  # timesteps_per_iteration in config/thesis-mini.yaml
+    seen = set()
+    for run_id, name in study.experiment_of.items():
+        spec = study.runs[run_id]
+        if spec.algorithm not in ("TD3", "SAC") or not name.startswith("scaling-"):
+            continue
+        rows = pd.read_csv(root / "runs" / run_id / "progress.csv")
+        warm = spec.hyperparameters["num_steps_sampled_before_learning_starts"]
+        steady = rows[rows["env_steps"] - rows["env_steps_this_iter"] >= warm]
+        assert len(steady) >= 1, run_id
+        runners = spec.resources["num_env_runners"]
+        schedule = spec.hyperparameters["update_schedule"]
+        for row in steady.itertuples():
+            if schedule == "rllib1_round_robin":
+                assert row.env_steps_this_iter % runners == 0
+                assert row.gradient_updates == row.env_steps_this_iter // runners == per_iter // runners
+            else:
+                assert abs(row.gradient_updates - row.env_steps_this_iter) <= 1, run_id
+        assert rows["gradient_updates_total"].iloc[-1] == rows["gradient_updates"].sum()
+        seen.add((spec.algorithm, schedule, runners))
+    assert len(seen) == 8  # TD3 and SAC x both schedules x 1 and 2 runners

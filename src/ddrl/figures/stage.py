@@ -37,6 +37,8 @@ def reward_stage(run_dirs: Iterable[str | Path],
 def _write_source_data(drawn: Mapping[str, pd.DataFrame],
                        outputs: Mapping[str, tuple[str | Path, str | Path]]) -> None:
     for name, data in drawn.items():
+        if data.columns.empty:  # the figure drew a message instead of data
+            data = pd.DataFrame({"note": ["nothing to plot: the figure says why"]})
         atomic.write_text(source_data_path(outputs[name][1]), data.to_csv(index=False))
 
 
