@@ -1,55 +1,87 @@
-# syntax=docker/dockerfile:1
 # One image for every place ddrl runs:
 #   AWS Batch   the aws profile runs `snakemake ...` jobs in it (bash -c "<command>")
 #   SageMaker   training runs `<image> train`, endpoints run `<image> serve` (port 8080)
 #   Slurm       `apptainer build ddrl.sif docker://<registry>/ddrl:<tag>`, then
 #               `apptainer exec ddrl.sif ddrl train ...` (nothing is written inside the image)
 #
-# Build (CPU torch; add --build-arg TORCH_INDEX=https://pypi.org/simple for the CUDA build
-# of the same pinned torch, for GPU queues and ml.g*/ml.p* instances):
+# One command builds it: `make image` (docker/build-image.sh: starts dockerd if needed, makes a
+# local Debian 12 base when no registry base can be pulled, passes the machine's pip settings).
+# By hand, on a machine that can pull python:3.11-slim-bookworm:
 #   docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD) -t ddrl:$(git rev-parse --short HEAD) .
+#
+# Build arguments (none of them reaches the final image):
+#   PYTHON_IMAGE  the base: python:3.11-slim-bookworm (default) or any Debian 12 image; a base
+#                 without python3 or its venv module gets Debian's python3 (3.11) with apt.
+#   TORCH_INDEX   where the pinned torch comes from: the CPU build by default;
+#                 https://pypi.org/simple gives the CUDA build of the same version (GPU queues,
+#                 ml.g*/ml.p* instances). Empty: only PyPI and docker/local/wheels.
+#   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST  a package mirror, if the build
+#                 machine must use one (build-image.sh passes the machine's own settings).
+# docker/local/ (git-ignored but for its README) may hold ca-certificates.crt, the CA bundle
+# pip trusts during the build (a TLS-intercepting proxy), and wheels/, wheels pip may take
+# (e.g. a CPU torch wheel when the torch index cannot be reached). Both stay in the build stage.
 # Push: see README.md, "Running on AWS". No registry or account id is written here.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_TRUSTED_HOST
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=120 \
+    DEBIAN_FRONTEND=noninteractive
 # A compiler only for wheels that may need building; it stays out of the final image.
-RUN apt-get update -q && apt-get install -y -q --no-install-recommends build-essential \
-    && rm -rf /var/lib/apt/lists/*
-RUN python -m venv /opt/venv
+# Debian's own python3 (3.11 in bookworm) and venv when the base has none (a plain Debian base).
+RUN set -eu; pkgs="build-essential"; \
+    python3 -c "import venv, ensurepip" 2>/dev/null || pkgs="$pkgs python3 python3-venv python3-dev"; \
+    apt-get update -q && apt-get install -y -q --no-install-recommends $pkgs \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version'
+RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
+COPY docker/local/ /tmp/local/
 COPY requirements.lock ./
-# The pinned torch first, from the chosen index; everything else from the lock.
-RUN pip install -c requirements.lock --extra-index-url "${TORCH_INDEX}" \
+# The pinned torch first, from the chosen index (and docker/local/wheels); the rest from the lock.
+RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/local/ca-certificates.crt; \
+    mkdir -p /tmp/local/wheels; \
+    pip install -c requirements.lock --find-links /tmp/local/wheels \
+        ${TORCH_INDEX:+--extra-index-url "${TORCH_INDEX}"} \
         "torch==$(sed -n 's/^torch==//p' requirements.lock)"
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install -c requirements.lock ".[aws]" && pip check
+RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/local/ca-certificates.crt; \
+    pip install -c requirements.lock --no-warn-script-location ".[aws]" && pip check \
+    && pip uninstall -y -q pip
 
 FROM ${PYTHON_IMAGE}
 ARG GIT_COMMIT=unknown
 LABEL org.opencontainers.image.title="ddrl" \
       org.opencontainers.image.revision="${GIT_COMMIT}"
-# pybullet and torch link libstdc++ and libgomp; the rest is inside the wheels.
-RUN apt-get update -q && apt-get install -y -q --no-install-recommends libstdc++6 libgomp1 \
-        ca-certificates && rm -rf /var/lib/apt/lists/*
+# pybullet and torch link libstdc++ and libgomp; the rest is inside the wheels. The same
+# python3 as in the build stage (the venv points at it); no compiler, no apt lists.
+RUN set -eu; pkgs="libstdc++6 libgomp1 ca-certificates"; \
+    command -v python3 >/dev/null || pkgs="$pkgs python3"; \
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends $pkgs && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 COPY --from=build /opt/venv /opt/venv
 COPY workflow /opt/ddrl/workflow
 COPY profiles /opt/ddrl/profiles
 COPY config /opt/ddrl/config
 COPY docker/train docker/serve /usr/local/bin/
-# Writable places only under /tmp, so Apptainer's read-only image works as well.
+# Writable places only under /tmp (and mounted folders), so Apptainer's read-only image and
+# `docker run --read-only --tmpfs /tmp` work as well.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     RAY_USAGE_STATS_ENABLED=0 \
     MPLCONFIGDIR=/tmp/matplotlib \
+    XDG_CACHE_HOME=/tmp/.cache \
     DDRL_GIT_COMMIT=${GIT_COMMIT}
 RUN chmod 0755 /usr/local/bin/train /usr/local/bin/serve \
     && ddrl --help > /dev/null \
-    && python -c "import ray.rllib, torch, pybullet_envs_gymnasium, flask, gunicorn"
+    && python -c "import ray.rllib, torch, pybullet_envs_gymnasium, flask, gunicorn" \
+    && rm -rf /tmp/* /root/.cache
 WORKDIR /opt/ddrl
 EXPOSE 8080
 # No ENTRYPOINT: SageMaker passes `train` or `serve` as the command, Batch and Apptainer

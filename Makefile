@@ -7,7 +7,7 @@ PROFILE ?= profiles/local
 CONFIG  ?= config/config.yaml
 STUDY   ?= $(shell sed -n 's/^study:[[:space:]]*\([A-Za-z0-9_.-]*\).*/\1/p' $(CONFIG))
 
-.PHONY: run test lint report dry-run clean-venv
+.PHONY: run test lint report dry-run clean-venv image image-gpu
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ report: $(STAMP)
 dry-run: $(STAMP)
 	$(BIN)/ddrl validate $(CONFIG)
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) -n
+
+# The container image (Dockerfile) from this checkout: docker/build-image.sh starts dockerd if
+# none answers and makes a local Debian 12 base when no registry base can be pulled.
+# IMAGE=name:tag (default ddrl:test; the container tests look for it), PYTHON_IMAGE=base.
+image:
+	docker/build-image.sh
+
+# The same Dockerfile with the CUDA build of the pinned torch (default tag ddrl:test-gpu).
+image-gpu:
+	docker/build-image.sh --gpu
 
 clean-venv:
 	rm -rf $(VENV)
