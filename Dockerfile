@@ -31,10 +31,13 @@ ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=120 \
     DEBIAN_FRONTEND=noninteractive
-# A compiler only for wheels that may need building; it stays out of the final image.
-# Debian's own python3 (3.11 in bookworm) and venv when the base has none (a plain Debian base).
-RUN set -eu; pkgs="build-essential"; \
-    python3 -c "import venv, ensurepip" 2>/dev/null || pkgs="$pkgs python3 python3-venv python3-dev"; \
+# Debian's own python3 (3.11 in bookworm) and venv when the base has none (a plain Debian base);
+# binutils to strip debug info from extension modules. Every dependency is a wheel on
+# linux/amd64; a platform without wheels (pybullet on arm64) needs
+# --build-arg BUILD_PACKAGES=build-essential. None of it reaches the final image.
+ARG BUILD_PACKAGES=
+RUN set -eu; pkgs="binutils ${BUILD_PACKAGES}"; \
+    python3 -c "import venv, ensurepip" 2>/dev/null || pkgs="$pkgs python3 python3-venv"; \
     apt-get update -q && apt-get install -y -q --no-install-recommends $pkgs \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version'
@@ -49,11 +52,32 @@ RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/loc
     pip install -c requirements.lock --find-links /tmp/local/wheels \
         ${TORCH_INDEX:+--extra-index-url "${TORCH_INDEX}"} \
         "torch==$(sed -n 's/^torch==//p' requirements.lock)"
-COPY pyproject.toml README.md ./
-COPY src ./src
+# Dependencies before the sources, so that a change in src/ rebuilds only the last steps:
+# first against a placeholder package with the same pyproject.toml.
+COPY pyproject.toml ./
 RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/local/ca-certificates.crt; \
-    pip install -c requirements.lock --no-warn-script-location ".[aws]" && pip check \
-    && pip uninstall -y -q pip
+    mkdir -p src/ddrl && touch src/ddrl/__init__.py README.md \
+    && pip install -c requirements.lock --no-warn-script-location ".[aws]" \
+    && pip uninstall -y -q ddrl && rm -rf src README.md build
+# Smaller without changing behaviour: debug info out of extension modules that carry it
+# (pybullet's alone is 130 MB of 139; torch and auditwheel-patched *.libs are left alone),
+# and the test suites of libraries that never import them.
+RUN set -eu; cd /opt/venv/lib/python3.11/site-packages; \
+    find . -path ./torch -prune -o -path '*.libs' -prune -o -type f -name '*.so*' -print \
+      | while read -r f; do if readelf -S "$f" 2>/dev/null | grep -q '\.debug_info'; then \
+          strip --strip-debug "$f"; fi; done; \
+    for d in pandas scipy numpy pyarrow matplotlib sympy networkx; do \
+        find "$d" -depth -type d -name tests -exec rm -rf {} +; done
+COPY README.md ./
+COPY src ./src
+RUN pip install --no-deps --no-warn-script-location . && pip check && ddrl --help > /dev/null
+# Snakemake's remote jobs (AWS Batch) start with `pip install --target .snakemake/pip-deployments
+# snakemake-storage-plugin-s3` (auto-deploy of the storage plugin): the wheels of that plugin and
+# its dependencies, at the lock's versions, so that a job needs no package index and cannot
+# pick up other versions than the image's.
+RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/local/ca-certificates.crt; \
+    pip wheel -q -c requirements.lock -w /opt/wheelhouse \
+        "$(pip list --format=freeze | grep -i '^snakemake-storage-plugin-s3==')"
 
 FROM ${PYTHON_IMAGE}
 ARG GIT_COMMIT=unknown
@@ -66,6 +90,8 @@ RUN set -eu; pkgs="libstdc++6 libgomp1 ca-certificates"; \
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
         --no-install-recommends $pkgs && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/wheelhouse /opt/ddrl/wheels
+COPY requirements.lock /opt/ddrl/requirements.lock
 COPY workflow /opt/ddrl/workflow
 COPY profiles /opt/ddrl/profiles
 COPY config /opt/ddrl/config
@@ -77,10 +103,16 @@ ENV PATH=/opt/venv/bin:$PATH \
     RAY_USAGE_STATS_ENABLED=0 \
     MPLCONFIGDIR=/tmp/matplotlib \
     XDG_CACHE_HOME=/tmp/.cache \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_INDEX=1 \
+    PIP_FIND_LINKS=/opt/ddrl/wheels \
+    PIP_CONSTRAINT=/opt/ddrl/requirements.lock \
     DDRL_GIT_COMMIT=${GIT_COMMIT}
 RUN chmod 0755 /usr/local/bin/train /usr/local/bin/serve \
     && ddrl --help > /dev/null \
     && python -c "import ray.rllib, torch, pybullet_envs_gymnasium, flask, gunicorn" \
+    && pip install -q --target /tmp/deploy-check snakemake-storage-plugin-s3 \
     && rm -rf /tmp/* /root/.cache
 WORKDIR /opt/ddrl
 EXPOSE 8080

@@ -127,6 +127,7 @@ in pip's local sources; set TORCH_INDEX or put the wheel in docker/local/wheels/
     ln "$wheel" docker/local/wheels/ 2>/dev/null || cp "$wheel" docker/local/wheels/
     build_args+=(--build-arg "TORCH_INDEX=")
     say "$TORCH_INDEX cannot be reached; torch from $wheel"
+    TORCH_INDEX=""
 fi
 
 # ---------------------------------------------------------------- 4. the build
