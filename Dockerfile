@@ -70,7 +70,8 @@ RUN set -eu; cd /opt/venv/lib/python3.11/site-packages; \
         find "$d" -depth -type d -name tests -exec rm -rf {} +; done
 COPY README.md ./
 COPY src ./src
-RUN pip install --no-deps --no-warn-script-location . && pip check && ddrl --help > /dev/null
+RUN set -eu; [ ! -s /tmp/local/ca-certificates.crt ] || export PIP_CERT=/tmp/local/ca-certificates.crt; \
+    pip install --no-deps --no-warn-script-location . && pip check && ddrl --help > /dev/null
 # Snakemake's remote jobs (AWS Batch) start with `pip install --target .snakemake/pip-deployments
 # snakemake-storage-plugin-s3` (auto-deploy of the storage plugin): the wheels of that plugin and
 # its dependencies, at the lock's versions, so that a job needs no package index and cannot
