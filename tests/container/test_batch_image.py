@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -49,13 +50,24 @@ def submitted_job(aws: str, workdir: Path) -> tuple[list[str], dict[str, str], s
     env = {**os.environ, "DDRL_IMAGE": SUBMITTED_IMAGE, "DDRL_S3_PREFIX": f"{BUCKET}/batch",
            "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,
            "SNAKEMAKE_AWS_BATCH_JOB_QUEUE": queue, "SNAKEMAKE_AWS_BATCH_JOB_ROLE": role}
-    proc = subprocess.run(
+    # Stopped once the job is submitted: on the job's failure (moto starts no container)
+    # Snakemake would delete the uploaded workflow sources that the job deploys.
+    proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--configfile", "study.yaml",
          "--profile", str(REPO / "profiles" / "aws"), "--retries", "0",
          f"results/awstiny/runs/{spec.run_id}/run.json"],
-        cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert "AWS Batch job failed" in out, out[-3000:]  # moto runs no container: ours will
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not batch.describe_job_definitions()["jobDefinitions"]:
+            assert proc.poll() is None, proc.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, "no Batch job submitted within 300 s"
+            time.sleep(0.2)
+        time.sleep(1)  # the submission follows the job definition at once
+    finally:
+        proc.kill()
+        out = proc.communicate(timeout=60)[0]
+    assert f"s3://{BUCKET}/batch/results/awstiny/runs/{spec.run_id}/run.json" in out, out[-3000:]
     (jobdef,) = batch.describe_job_definitions()["jobDefinitions"]
     props = jobdef["containerProperties"]
     assert props["image"] == SUBMITTED_IMAGE
