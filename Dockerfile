@@ -96,10 +96,14 @@ COPY requirements.lock /opt/ddrl/requirements.lock
 COPY workflow /opt/ddrl/workflow
 COPY profiles /opt/ddrl/profiles
 COPY config /opt/ddrl/config
-COPY docker/train docker/serve /usr/local/bin/
+# SageMaker's `train` and `serve`, first on PATH: Ray installs its own `serve` (the Ray Serve
+# CLI) into /opt/venv/bin, which would otherwise answer SageMaker's `<image> serve`.
+COPY docker/train docker/serve /opt/ddrl/bin/
 # Writable places only under /tmp (and mounted folders), so Apptainer's read-only image and
-# `docker run --read-only --tmpfs /tmp` work as well.
-ENV PATH=/opt/venv/bin:$PATH \
+# `docker run --read-only --tmpfs /tmp` work as well: HOME too (Ray keeps ~/.ray; Apptainer
+# replaces HOME with the user's own).
+ENV PATH=/opt/ddrl/bin:/opt/venv/bin:$PATH \
+    HOME=/tmp \
     PYTHONUNBUFFERED=1 \
     RAY_USAGE_STATS_ENABLED=0 \
     MPLCONFIGDIR=/tmp/matplotlib \
@@ -110,7 +114,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PIP_FIND_LINKS=/opt/ddrl/wheels \
     PIP_CONSTRAINT=/opt/ddrl/requirements.lock \
     DDRL_GIT_COMMIT=${GIT_COMMIT}
-RUN chmod 0755 /usr/local/bin/train /usr/local/bin/serve \
+RUN chmod 0755 /opt/ddrl/bin/train /opt/ddrl/bin/serve \
+    && [ "$(command -v serve)" = /opt/ddrl/bin/serve ] && [ "$(command -v train)" = /opt/ddrl/bin/train ] \
     && ddrl --help > /dev/null \
     && python -c "import ray.rllib, torch, pybullet_envs_gymnasium, flask, gunicorn" \
     && pip install -q --target /tmp/deploy-check snakemake-storage-plugin-s3 \

@@ -71,7 +71,7 @@ def test_train_failure_file_on_bad_hyperparameters(image, tmp_path):
 class Server:
     def __init__(self, image: str, model_dir, read_only: bool) -> None:
         self.name = f"ddrl-serve-{uuid.uuid4().hex[:10]}"
-        args = ["docker", "run", "-d", "--rm", "--name", self.name, "-p", "127.0.0.1::8080",
+        args = ["docker", "run", "-d", "--name", self.name, "-p", "127.0.0.1::8080",
                 "-v", f"{model_dir}:/opt/ml/model:ro"]
         subprocess.run([*args, *(READ_ONLY if read_only else []), image, "serve"],
                        check=True, capture_output=True, text=True, timeout=120)
@@ -114,7 +114,7 @@ def test_serve_answers_like_the_policy_in_process(image, trained, read_only):
         ready = server.wait_ready()
         print(f"<image> serve ({'read-only' if read_only else 'writable'}): /ping 200 after "
               f"{ready:.1f} s")
-        post = lambda body, **kw: requests.post(f"{server.url}/invocations", timeout=30, **kw)
+        post = lambda body, **kw: requests.post(f"{server.url}/invocations", data=body, timeout=30, **kw)
         batch = [[0.1 * i - 0.2 * j for j in range(5)] for i in range(4)]
         reply = post(None, json={"observations": batch})
         assert reply.status_code == 200, reply.text
