@@ -398,7 +398,8 @@ def compare(rows: Iterable[Mapping[str, Any]], ratio: float = 0.9) -> list[dict[
     step both reached, their ratio, and whether ddrl keeps up: ddrl >= ``ratio`` x SB3, or
     inside SB3's seed spread (min over seeds) when SB3 has more than one seed. Returns on
     these tasks can be negative early on; the ratio is then not meaningful (None) and the
-    verdict uses the difference against the spread only."""
+    verdict uses the difference against the spread only. ``finished`` is false while a run
+    of the cell is still going (the verdict is then provisional)."""
     rows = list(rows)
     cells: dict[tuple, dict[str, dict[int, list]]] = {}
     for r in rows:
@@ -418,9 +419,11 @@ def compare(rows: Iterable[Mapping[str, Any]], ratio: float = 0.9) -> list[dict[
         r_ = d / s if s > 0 else None
         spread_low = min(at["sb3"]) if len(at["sb3"]) > 1 else None
         keeps = (r_ is not None and r_ >= ratio) or (spread_low is not None and d >= spread_low)
+        done = all(bool(r.get("finished", True)) for fw in ("ddrl", "sb3")
+                   for rs in fws[fw].values() for r in rs)
         out.append({"algorithm": algo, "env": env, "env_steps": common, "ddrl": d, "sb3": s,
                     "ratio": r_, "ddrl_seeds": len(at["ddrl"]), "sb3_seeds": len(at["sb3"]),
-                    "keeps_up": bool(keeps)})
+                    "keeps_up": bool(keeps), "finished": done})
     return out
 
 
@@ -438,8 +441,11 @@ def markdown(table: Sequence[Mapping[str, Any]], comparison: Sequence[Mapping[st
               "|---|---|---|---|---|---|---|"]
     for c in comparison:
         ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "n/a"
+        verdict = "yes" if c["keeps_up"] else "**no**"
+        if not c.get("finished", True):
+            verdict = "(runs unfinished)"
         lines.append(f"| {c['algorithm']} | {c['env']} | {c['env_steps']:,} | {c['ddrl']:.1f} | "
-                     f"{c['sb3']:.1f} | {ratio} | {'yes' if c['keeps_up'] else '**no**'} |")
+                     f"{c['sb3']:.1f} | {ratio} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 

@@ -111,6 +111,9 @@ def test_compare_at_the_common_env_steps():
     assert c["sb3"] == pytest.approx(700.0) and c["keeps_up"]
     md = ll.markdown(ll.summary_table(rows), ll.compare(rows))
     assert "| SAC | HopperBulletEnv-v0 | 20,000 | 500.0 | 700.0 | 0.71 | yes |" in md
+    # A cell with a run still going gets no verdict.
+    rows[-1]["finished"] = False
+    assert "| 0.71 | (runs unfinished) |" in ll.markdown([], ll.compare(rows))
 
 
 def test_curve_is_written_after_each_evaluation_and_reread(tmp_path):
