@@ -1,0 +1,132 @@
+"""bench/learning_locomotion.py's cheap pieces: the study config, the SB3 translation, the one
+evaluation protocol both frameworks use, and the results table's arithmetic (seconds)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import learning_locomotion as ll
+from harness.sampling import run_spec
+
+ENV = "InvertedPendulumBulletEnv-v0"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return ll.study_runs(ll.CONFIG)
+
+
+def test_study_config_validates_and_has_the_issues_budgets(runs):
+    budgets = {(s.algorithm, s.env): s.budget["env_steps"] for s in runs.values()}
+    for env in ("HopperBulletEnv-v0", "HalfCheetahBulletEnv-v0"):
+        assert budgets[("SAC", env)] >= 100_000 and budgets[("TD3", env)] >= 100_000
+        assert budgets[("PPO", env)] >= 1_000_000
+    for spec in runs.values():
+        if spec.algorithm != "PPO":
+            assert spec.hyperparameters["updates_per_step"] == 1.0
+        # evaluations every ~10k env steps off-policy, ~100k for PPO
+        assert ll.eval_interval(spec) == (100_352 if spec.algorithm == "PPO" else 10_240)
+
+
+def test_sb3_settings_match_the_spec(runs):
+    for spec in runs.values():
+        name, kw, diffs = ll.sb3_settings(spec)
+        hp = spec.hyperparameters
+        assert name == spec.algorithm and diffs
+        if name == "PPO":
+            assert (kw["n_steps"], kw["batch_size"], kw["n_epochs"]) == (
+                hp["train_batch_size"], hp["minibatch_size"], hp["num_epochs"])
+            assert kw["max_grad_norm"] == hp["grad_clip"]
+            continue
+        assert (kw["train_freq"], kw["gradient_steps"]) == (1, 1)  # one update per env step
+        assert kw["learning_starts"] == hp["num_steps_sampled_before_learning_starts"]
+        assert kw["buffer_size"] == hp["replay_buffer_capacity"]
+        assert (kw["gamma"], kw["tau"], kw["batch_size"]) == (
+            hp["gamma"], hp["tau"], hp["train_batch_size"])
+        assert kw["policy_kwargs"]["net_arch"] == [400, 300]
+    spec = run_spec("SAC", ENV, 1, {"actor_lr": 1e-3})
+    with pytest.raises(ValueError, match="one learning rate"):
+        ll.sb3_settings(spec)
+
+
+class _SB3Like:
+    """What SB3's ``predict`` looks like, around a fixed deterministic policy."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def predict(self, obs, deterministic=False):
+        assert deterministic
+        return self.fn(obs), None
+
+
+def test_one_protocol_gives_identical_results_through_both_adapters():
+    from ddrl.agents.evaluate import eval_seeds, evaluate_policy
+
+    spec = run_spec("TD3", ENV, seed=5)
+    w = np.random.default_rng(0).normal(size=(1, 5)).astype(np.float32) * 0.3
+
+    def fn(obs):
+        return np.clip(w @ np.asarray(obs, dtype=np.float32), -1, 1)
+
+    ddrl_like = SimpleNamespace(env=ENV, act=fn)  # a RestoredPolicy's interface
+    a = ll.evaluate_act(ddrl_like.act, spec, episodes=3)
+    b = ll.evaluate_act(ll.sb3_act(_SB3Like(fn)), spec, episodes=3)
+    assert a["returns"] == b["returns"] and a["eval_seeds"] == b["eval_seeds"]
+    # ...and they are ddrl's own evaluation: same seeds, same episodes.
+    seeds = eval_seeds(spec, 3)
+    returns, lengths = evaluate_policy(ddrl_like, seeds)
+    assert a["eval_seeds"] == seeds and a["returns"] == returns
+    assert a["return_mean"] == pytest.approx(np.mean(returns))
+    assert a["length_mean"] == pytest.approx(np.mean(lengths)) and a["episodes"] == 3
+
+
+def _rows(fw, seed, points, algo="SAC", env="HopperBulletEnv-v0"):
+    return [{"framework": fw, "algorithm": algo, "env": env, "seed": seed, "env_steps": s,
+             "train_s": s / 100, "return_mean": r, "finished": True} for s, r in points]
+
+
+def test_summary_table_final_best_and_steps():
+    rows = _rows("ddrl", 1, [(10_000, 100.0), (20_000, 900.0), (30_000, 500.0)])
+    (t,) = ll.summary_table(rows)
+    assert (t["final_return"], t["best_return"], t["best_at_steps"]) == (500.0, 900.0, 20_000)
+    assert (t["env_steps"], t["train_s"], t["evaluations"]) == (30_000, 300.0, 3)
+
+
+def test_compare_at_the_common_env_steps():
+    rows = (_rows("ddrl", 1, [(10_000, 100.0), (30_000, 900.0)])
+            + _rows("sb3", 1, [(10_000, 200.0), (20_000, 1000.0)]))
+    assert ll.return_at(rows[:2], 20_000) == pytest.approx(500.0)  # interpolated
+    assert math.isnan(ll.return_at(rows[:2], 40_000))
+    (c,) = ll.compare(rows)
+    assert c["env_steps"] == 20_000 and c["ddrl"] == pytest.approx(500.0)
+    assert c["sb3"] == 1000.0 and c["ratio"] == pytest.approx(0.5) and not c["keeps_up"]
+    # Two SB3 seeds: inside SB3's seed spread counts as keeping up.
+    rows += _rows("sb3", 2, [(10_000, 0.0), (20_000, 400.0)])
+    (c,) = ll.compare(rows)
+    assert c["sb3"] == pytest.approx(700.0) and c["keeps_up"]
+    md = ll.markdown(ll.summary_table(rows), ll.compare(rows))
+    assert "| SAC | HopperBulletEnv-v0 | 20,000 | 500.0 | 700.0 | 0.71 | yes |" in md
+    # A cell with a run still going gets no verdict.
+    rows[-1]["finished"] = False
+    assert "| 0.71 | (runs unfinished) |" in ll.markdown([], ll.compare(rows))
+
+
+def test_curve_is_written_after_each_evaluation_and_reread(tmp_path):
+    spec = run_spec("SAC", ENV, seed=1)
+    path = tmp_path / "sb3" / "run-1" / "curve.csv"  # <out>/<framework>/<run>/curve.csv
+    path.parent.mkdir(parents=True)
+    c = ll.Curve(path, "sb3", spec)
+    c.add(2000, 1.5, 2.0, {"return_mean": 3.0, "episodes": 10})
+    c.add(1000, 0.5, 1.0, {"return_mean": 1.0, "episodes": 10})
+    again = ll.Curve(path, "sb3", spec)
+    assert [int(r["env_steps"]) for r in again.rows] == [1000, 2000]
+    assert again.has(2000) and not again.has(3000)
+    rows = ll.read_curves(tmp_path)
+    assert [(r["framework"], r["run_id"], r["env_steps"], r["return_mean"]) for r in rows] == [
+        ("sb3", "run-1", 1000, 1.0), ("sb3", "run-1", 2000, 3.0)]
+    assert not rows[0]["finished"]  # no summary.json yet
