@@ -56,3 +56,19 @@ def tiny_spec():
     study = Study.from_config(TINY_SAGEMAKER_STUDY)
     (spec,) = study.runs.values()
     return spec
+
+
+def moto_batch_queue(name: str) -> tuple[str, str]:
+    """An IAM role and an enabled job queue on an unmanaged compute environment in moto's Batch,
+    named after ``name``; returns (role ARN, queue ARN)."""
+    import boto3
+
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName=f"{name}-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    batch = boto3.client("batch")
+    ce = batch.create_compute_environment(computeEnvironmentName=f"{name}-ce", type="UNMANAGED",
+                                          state="ENABLED", serviceRole=role)["computeEnvironmentArn"]
+    queue = batch.create_job_queue(jobQueueName=f"{name}-queue", state="ENABLED", priority=1,
+                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": ce}]
+                                   )["jobQueueArn"]
+    return role, queue

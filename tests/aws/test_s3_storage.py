@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aws.aws_helpers import BUCKET, FAKE_ENV
+from aws.aws_helpers import BUCKET, FAKE_ENV, moto_batch_queue
 REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PREFIX = "wf"
@@ -73,14 +73,8 @@ def test_aws_profile_submits_batch_jobs(session, aws, tmp_path):
     (Moto runs no containers, so the job itself fails; that is all it can tell.)"""
     import boto3
 
-    iam = boto3.client("iam")
-    role = iam.create_role(RoleName="ddrl-batch-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role, queue = moto_batch_queue("ddrl-batch")
     batch = boto3.client("batch")
-    ce = batch.create_compute_environment(computeEnvironmentName="ddrl-ce", type="UNMANAGED",
-                                          state="ENABLED", serviceRole=role)["computeEnvironmentArn"]
-    queue = batch.create_job_queue(jobQueueName="ddrl-queue", state="ENABLED", priority=1,
-                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": ce}]
-                                   )["jobQueueArn"]
     env = {**os.environ, "DDRL_IMAGE": "registry.invalid/ddrl:test",
            "DDRL_S3_PREFIX": f"{BUCKET}/batch-test",
            "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,

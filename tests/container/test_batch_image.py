@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from aws.aws_helpers import BUCKET, FAKE_ENV, TINY_SAGEMAKER_STUDY, tiny_spec
+from aws.aws_helpers import BUCKET, FAKE_ENV, TINY_SAGEMAKER_STUDY, moto_batch_queue, tiny_spec
 from container.conftest import docker_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,14 +35,8 @@ def submitted_job(aws: str, workdir: Path) -> tuple[list[str], dict[str, str], s
     returns the job definition's command and environment, and the run id."""
     import boto3
 
-    iam = boto3.client("iam")
-    role = iam.create_role(RoleName="ddrl-image-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    role, queue = moto_batch_queue("ddrl-image")
     batch = boto3.client("batch")
-    ce = batch.create_compute_environment(computeEnvironmentName="ddrl-image-ce", type="UNMANAGED",
-                                          state="ENABLED", serviceRole=role)["computeEnvironmentArn"]
-    queue = batch.create_job_queue(jobQueueName="ddrl-image-queue", state="ENABLED", priority=1,
-                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": ce}]
-                                   )["jobQueueArn"]
     spec = tiny_spec()
     (workdir / "study.yaml").write_text(yaml.safe_dump(TINY_SAGEMAKER_STUDY))
     shutil.copytree(REPO / "workflow", workdir / "workflow",
