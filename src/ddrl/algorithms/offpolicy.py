@@ -64,7 +64,13 @@ from ddrl.algorithms.common import (
     RLLIB1_ROUND_ROBIN,
     UPDATE_SCHEDULES,
 )
-from ddrl.algorithms.replay import TransitionReplayBuffer
+from ddrl.algorithms.fastpath import CapturedSteps
+from ddrl.algorithms.replay import (
+    COLUMNS,
+    DeviceReplayBuffer,
+    TransitionReplayBuffer,
+    episode_transitions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +100,11 @@ class TransitionReplayConfig(SACConfig):
         # Remote env runners sample the next fragment while the learner trains on the last
         # one (the policy then lags one fragment behind the learner).
         self.sample_while_learning = True
+        # Keep the replay buffer on the learner's device and sample there (None: when the
+        # learner has a GPU). The algorithm then ships only new transitions to the learner.
+        self.replay_on_learner: Optional[bool] = None
+        # Record each update step as a CUDA graph and replay it (None: on a GPU learner).
+        self.learner_graph_capture: Optional[bool] = None
         self.replay_buffer_config = {"type": FAST_BUFFER, "capacity": 1_000_000}
         self.rollout_fragment_length = 64
         self.min_time_s_per_iteration = 0
@@ -106,6 +117,8 @@ class TransitionReplayConfig(SACConfig):
         update_schedule: Optional[str] = NotProvided,
         learner_num_threads: Optional[int] = NotProvided,
         sample_while_learning: Optional[bool] = NotProvided,
+        replay_on_learner: Optional[bool] = NotProvided,
+        learner_graph_capture: Optional[bool] = NotProvided,
         **kwargs: Any,
     ) -> "TransitionReplayConfig":
         """The loop's settings, plus everything ``SACConfig.training`` takes.
@@ -118,6 +131,10 @@ class TransitionReplayConfig(SACConfig):
                 default 1).
             sample_while_learning: with remote env runners, let them sample the next
                 fragment while the learner trains (one fragment of policy lag).
+            replay_on_learner: keep the replay buffer on the learner's device (None: when
+                the learner has a GPU).
+            learner_graph_capture: capture each update step as a CUDA graph (None: on a GPU
+                learner; ignored on CPU).
         """
         super().training(**kwargs)
         for name, value in [
@@ -125,6 +142,8 @@ class TransitionReplayConfig(SACConfig):
             ("update_schedule", update_schedule),
             ("learner_num_threads", learner_num_threads),
             ("sample_while_learning", sample_while_learning),
+            ("replay_on_learner", replay_on_learner),
+            ("learner_graph_capture", learner_graph_capture),
         ]:
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -133,6 +152,13 @@ class TransitionReplayConfig(SACConfig):
     @property
     def round_robin(self) -> bool:
         return self.update_schedule == RLLIB1_ROUND_ROBIN
+
+    @property
+    def replay_buffer_on_learner(self) -> bool:
+        """Whether the transitions live in the learner's :class:`DeviceReplayBuffer`."""
+        if self.replay_on_learner is None:
+            return bool(self.num_gpus_per_learner)
+        return bool(self.replay_on_learner)
 
     @property
     def uses_transition_buffer(self) -> bool:
@@ -200,6 +226,52 @@ def limit_learner_threads(learner: Any) -> None:
         torch.set_num_threads(int(threads))
 
 
+def captured_steps_for(learner: Any) -> CapturedSteps:
+    """The learner's step runner: CUDA graphs on a GPU learner unless
+    ``learner_graph_capture`` is False, eager otherwise."""
+    capture = getattr(learner.config, "learner_graph_capture", None)
+    return CapturedSteps(learner._device, capture=True if capture is None else capture)
+
+
+def learner_replay_buffer(learner: Any) -> DeviceReplayBuffer:
+    """The learner's own replay buffer on its device (created on first use)."""
+    buffer = learner.__dict__.get("_device_replay_buffer")
+    if buffer is None:
+        capacity = learner.config.replay_buffer_config.get("capacity", 1_000_000)
+        buffer = DeviceReplayBuffer(capacity, device=learner._device)
+        learner._device_replay_buffer = buffer
+    return buffer
+
+
+class PendingTransitions:
+    """The algorithm's side of a learner-held replay buffer: transitions sampled since the
+    last learner call, waiting to be shipped, and the fill level of the learner's buffer."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)
+        self._parts: list[dict[str, Any]] = []
+        self._added = 0
+
+    def __len__(self) -> int:
+        return min(self._added, self.capacity)
+
+    def add(self, episodes: Any) -> int:
+        parts = [p for p in (episode_transitions(e) for e in episodes) if len(p["rewards"])]
+        self._parts += parts
+        n = sum(len(p["rewards"]) for p in parts)
+        self._added += n
+        return n
+
+    def take(self) -> dict[str, Any]:
+        """The pending transitions as columns (empty columns if none), and forget them."""
+        import numpy as np
+
+        parts, self._parts = self._parts, []
+        if not parts:
+            return {name: np.zeros((0,)) for name in COLUMNS}
+        return {name: np.concatenate([p[name] for p in parts]) for name in COLUMNS}
+
+
 def polyak_update(pairs: list[tuple[torch.nn.Module, torch.nn.Module]], tau: float) -> None:
     """``target <- (1 - tau) * target + tau * source`` for every (source, target) pair."""
     sources: list[torch.Tensor] = []
@@ -231,6 +303,8 @@ class TransitionReplayAlgorithm(SAC):
     def _create_local_replay_buffer_if_necessary(self, config: Any) -> Any:
         rb = config["replay_buffer_config"]
         if rb.get("type") == FAST_BUFFER:
+            if config.replay_buffer_on_learner:
+                return PendingTransitions(rb.get("capacity", 1_000_000))
             return TransitionReplayBuffer(rb.get("capacity", 1_000_000), seed=config.seed)
         return super()._create_local_replay_buffer_if_necessary(config)
 
@@ -297,7 +371,7 @@ class TransitionReplayAlgorithm(SAC):
 
     # -- training step ------------------------------------------------------------------
     def training_step(self) -> None:
-        if not isinstance(self.local_replay_buffer, TransitionReplayBuffer):
+        if not isinstance(self.local_replay_buffer, (TransitionReplayBuffer, PendingTransitions)):
             if self._sampled_lifetime() >= self.config.num_steps_sampled_before_learning_starts:
                 self._before_updates()
             return super().training_step()
@@ -328,15 +402,20 @@ class TransitionReplayAlgorithm(SAC):
         batch_size = cfg.train_batch_size_per_learner
         for first in range(0, num_updates, MAX_UPDATES_PER_CALL):
             n = min(MAX_UPDATES_PER_CALL, num_updates - first)
+            if isinstance(self.local_replay_buffer, PendingTransitions):
+                new = self.local_replay_buffer.take()
+                with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                    stats = self._on_learner(
+                        lambda learner: learner.update_from_device_buffer(new, n, batch_size))
+                self._log_learner_stats(stats)
+                continue
             with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
                 data = self.local_replay_buffer.sample(batch_size, n)
             with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
                 stats = self._on_learner(
                     lambda learner: learner.update_from_transitions(data, n, batch_size)
                 )
-            for key, value in stats.items():
-                self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, key), value,
-                                       window=1)
+            self._log_learner_stats(stats)
         trained = num_updates * batch_size
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, NUM_ENV_STEPS_TRAINED),
                                trained, reduce="sum")
@@ -347,6 +426,10 @@ class TransitionReplayAlgorithm(SAC):
                 policies=[DEFAULT_MODULE_ID],
                 inference_only=True,
             )
+
+    def _log_learner_stats(self, stats: dict[str, float]) -> None:
+        for key, value in stats.items():
+            self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, key), value, window=1)
 
     def _log_updates(self, num_updates: int) -> None:
         """Count gradient updates (logged every step, so a warm-up iteration records 0)."""

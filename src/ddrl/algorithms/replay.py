@@ -153,3 +153,89 @@ def episode_transitions(episode: Any) -> dict[str, np.ndarray]:
         "terminateds": terminated,
         "truncateds": truncated,
     }
+
+
+class DeviceReplayBuffer:
+    """The transition ring buffer as torch tensors on the learner's device (a GPU learner's
+    replay buffer, so minibatches never cross the host bus).
+
+    Sampling writes into preallocated minibatch tensors and never syncs with the host (the
+    fill level lives in a device tensor), so :class:`ddrl.algorithms.fastpath.CapturedSteps`
+    can record it inside a CUDA graph together with the update. Same contents and FIFO
+    semantics as :class:`TransitionReplayBuffer`; the sampling RNG is torch's on the device.
+    """
+
+    def __init__(self, capacity: int, device: Any = "cpu") -> None:
+        import torch
+
+        if int(capacity) < 1:
+            raise ValueError(f"replay buffer capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self.device = torch.device(device)
+        self._columns: dict[str, Any] | None = None
+        self._next = 0
+        self._size = 0
+        self._added = 0
+        # Fill level as a float on the device: sampling scales uniform draws by it.
+        self._size_on_device = torch.zeros((), device=self.device)
+        self._last_index = torch.zeros((), dtype=torch.long, device=self.device)
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def num_added(self) -> int:
+        return self._added
+
+    def add_transitions(self, data: Mapping[str, Any]) -> int:
+        """Append a batch of transitions (NumPy or torch columns); returns how many were given."""
+        import torch
+
+        n = len(data["rewards"])
+        if n == 0:
+            return 0
+        lengths = {name: len(data[name]) for name in COLUMNS}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"transition columns differ in length: {lengths}")
+        cols = {}
+        for name in COLUMNS:
+            col = torch.as_tensor(np.asarray(data[name]) if not torch.is_tensor(data[name])
+                                  else data[name])
+            col = col.bool() if name in ("terminateds", "truncateds") else col.float()
+            cols[name] = col[-self.capacity:].to(self.device, non_blocking=True)
+        if self._columns is None:
+            self._columns = {k: torch.zeros((self.capacity,) + tuple(v.shape[1:]),
+                                            dtype=v.dtype, device=self.device)
+                             for k, v in cols.items()}
+        kept = len(cols["rewards"])
+        first = min(kept, self.capacity - self._next)
+        for name, col in cols.items():
+            self._columns[name][self._next:self._next + first] = col[:first]
+            if first < kept:
+                self._columns[name][: kept - first] = col[first:]
+        self._next = (self._next + kept) % self.capacity
+        self._size = min(self._size + kept, self.capacity)
+        self._size_on_device.fill_(float(self._size))
+        self._last_index.fill_(self._size - 1)
+        self._added += n
+        return n
+
+    def minibatch_slots(self, batch_size: int) -> dict[str, Any]:
+        """Preallocated tensors that :meth:`sample_into` fills (one minibatch)."""
+        import torch
+
+        if self._columns is None:
+            raise ValueError("the replay buffer is empty: add transitions before sampling")
+        return {k: torch.empty((int(batch_size),) + tuple(v.shape[1:]), dtype=v.dtype,
+                               device=self.device) for k, v in self._columns.items()}
+
+    def sample_into(self, slots: Mapping[str, Any]) -> None:
+        """Fill ``slots`` with a minibatch drawn uniformly with replacement (no host sync)."""
+        import torch
+
+        assert self._columns is not None, "sample_into before add_transitions"
+        batch = len(slots["rewards"])
+        idx = (torch.rand(batch, device=self.device) * self._size_on_device).long()
+        torch.minimum(idx, self._last_index, out=idx)  # float rounding at the top end
+        for name, col in self._columns.items():
+            torch.index_select(col, 0, idx, out=slots[name])

@@ -21,30 +21,36 @@ subclass).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Mapping, Optional, Type, Union
 
+import gymnasium as gym
 import numpy as np
 import torch
-import gymnasium as gym
+import torch.nn.functional as F
 from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
 from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner import Learner
-from ray.rllib.core.models.base import ENCODER_OUT, Encoder
+from ray.rllib.core.models.base import Encoder
 from ray.rllib.core.models.configs import MLPEncoderConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.numpy import MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT
 from ray.rllib.utils.typing import ModuleID
 
-from ddrl.algorithms.sac import losses
+from ddrl.algorithms.fastpath import mlp_chain, prefer_fused_adam
 from ddrl.algorithms.offpolicy import (
     TransitionReplayAlgorithm,
     TransitionReplayConfig,
+    captured_steps_for,
+    learner_replay_buffer,
     limit_learner_threads,
     minibatch_tensors,
     polyak_update,
 )
+from ddrl.algorithms.sac import losses
 
 class ConcatQSACCatalog(SACCatalog):
     """SAC's catalog with MLP Q-networks on ``concat(obs, action)`` (continuous actions)."""
@@ -142,76 +148,141 @@ class FastSACTorchLearner(SACTorchLearner):
         ``data`` holds ``num_updates * batch_size`` transitions (columns of
         :class:`ddrl.algorithms.replay.TransitionReplayBuffer`). Returns mean losses.
         """
-        config = self.config.get_config_for_module(module_id)
-        module = self.module[module_id].unwrapped()
-        module.train()
-        optims = dict(self.get_optimizers_for_module(module_id))
-        critic_opts = [optims["qf"]] + ([optims["qf_twin"]] if config.twin_q else [])
-        actor_opt, alpha_opt = optims["policy"], optims["alpha"]
-        actor_params = [p for g in actor_opt.param_groups for p in g["params"]]
-        log_alpha = self.curr_log_alpha[module_id]
-        target_entropy = self.target_entropy[module_id]
-        dist_cls = module.get_train_action_dist_cls()
-        pairs = module.get_target_network_pairs()
         t = minibatch_tensors(data, num_updates, batch_size, self._device)
-
-        def policy(obs: torch.Tensor) -> Any:
-            return dist_cls.from_logits(module.pi(module.pi_encoder({Columns.OBS: obs})[ENCODER_OUT]))
-
-        def q_values(obs: torch.Tensor, actions: torch.Tensor) -> list[torch.Tensor]:
-            batch = {Columns.OBS: obs, Columns.ACTIONS: actions}
-            heads = [(module.qf_encoder, module.qf)]
-            if config.twin_q:
-                heads.append((module.qf_twin_encoder, module.qf_twin))
-            return [module._qf_forward_train_helper(batch, enc, head) for enc, head in heads]
-
-        # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
-        acc = {k: torch.zeros((), device=self._device)
-               for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
-        discount = config.gamma ** config.n_step
+        step = self._fast_step(module_id)
         for i in range(num_updates):
             sl = slice(i * batch_size, (i + 1) * batch_size)
-            obs, actions = t["obs"][sl].float(), t["actions"][sl].float()
-            rewards, next_obs = t["rewards"][sl].float(), t["next_obs"][sl].float()
-            terminateds = t["terminateds"][sl]
-            alpha = log_alpha.detach().exp()
+            step.update({k: v[sl] for k, v in t.items()})
+        return step.results(num_updates)
 
-            # Critics.
-            with torch.no_grad():
-                next_actions, next_logp = policy(next_obs).sample_and_logp()
-                next_q = module.forward_target({Columns.OBS: next_obs,
-                                                Columns.ACTIONS: next_actions})
-                target = losses.critic_targets(rewards, terminateds, next_q, next_logp, alpha,
-                                               discount)
-            qs = q_values(obs, actions)
-            critic_loss = losses.critic_loss(qs, target)
-            for opt in critic_opts:
-                opt.zero_grad(set_to_none=True)
-            critic_loss.backward()
-            for opt in critic_opts:
-                opt.step()
+    def update_from_device_buffer(
+        self, new_transitions: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
+        module_id: ModuleID = DEFAULT_MODULE_ID,
+    ) -> Dict[str, float]:
+        """Add ``new_transitions`` to the learner's own replay buffer (on its device), then
+        train ``num_updates`` steps on minibatches sampled there (captured as CUDA graphs on
+        a GPU learner with ``learner_graph_capture``)."""
+        step = self._fast_step(module_id)
+        buffer = learner_replay_buffer(self)
+        buffer.add_transitions(new_transitions)
+        if num_updates:
+            slots = step.slots_for(buffer, batch_size)
+            for _ in range(num_updates):
+                self._captured_steps.run(
+                    (module_id, batch_size), lambda: (buffer.sample_into(slots), step.update(slots))
+                )
+        return step.results(num_updates)
 
-            # Actor: gradients w.r.t. the policy only (the critics' grads stay untouched).
-            new_actions, logp = policy(obs).rsample_and_logp()
-            actor_loss = losses.actor_loss(logp, q_values(obs, new_actions), alpha)
-            for p, g in zip(actor_params, torch.autograd.grad(actor_loss, actor_params)):
-                p.grad = g
-            actor_opt.step()
+    def _fast_step(self, module_id: ModuleID) -> "SACStep":
+        steps = self.__dict__.setdefault("_sac_steps", {})
+        if module_id not in steps:
+            steps[module_id] = SACStep(self, module_id)
+            self.__dict__.setdefault("_captured_steps", captured_steps_for(self))
+        step = steps[module_id]
+        self.module[module_id].unwrapped().train()
+        prefer_fused_adam(step.optimizers, capturable=self._captured_steps.capture)
+        return step
 
-            # Temperature.
-            alpha_loss = losses.alpha_loss(log_alpha, logp, target_entropy)
-            alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            alpha_opt.step()
 
-            polyak_update(pairs, config.tau)
-            acc["critic_loss"] += critic_loss.detach() / len(qs)
-            acc["actor_loss"] += actor_loss.detach()
-            acc["alpha_loss"] += alpha_loss.detach()
-            acc["q_mean"] += qs[0].detach().mean()
-            acc["logps"] += logp.detach().mean()
+def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A reparameterised action in [-1, 1] and its log-probability, as RLlib's
+    ``TorchSquashedGaussian.from_logits(logits).rsample_and_logp()`` computes them (same
+    operations and random stream), without building distribution objects."""
+    loc, log_std = logits.chunk(2, dim=-1)
+    scale = torch.clamp(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT).exp()
+    unsquashed = loc + torch.randn_like(loc) * scale
+    normal_logp = (-((unsquashed - loc) ** 2) / (2 * scale ** 2) - scale.log()
+                   - math.log(math.sqrt(2 * math.pi)))
+    jacobian = 2.0 * (math.log(2.0) - unsquashed - F.softplus(-2.0 * unsquashed))
+    action = torch.clamp((torch.tanh(unsquashed) + 1.0) / 2.0 * 2.0 - 1.0, -1.0, 1.0)
+    return action, normal_logp.sum(-1) - jacobian.sum(-1)
+
+
+class SACStep:
+    """One SAC update on a minibatch of tensors, for a learner's module: plain MLP views of
+    the RLlib networks, fused Adam, and loss accumulators kept on the device (no host sync
+    inside a step, so a GPU learner can capture it as a CUDA graph)."""
+
+    def __init__(self, learner: "FastSACTorchLearner", module_id: ModuleID) -> None:
+        config = learner.config.get_config_for_module(module_id)
+        module = learner.module[module_id].unwrapped()
+        optims = dict(learner.get_optimizers_for_module(module_id))
+        self.critic_opts = [optims["qf"]] + ([optims["qf_twin"]] if config.twin_q else [])
+        self.actor_opt, self.alpha_opt = optims["policy"], optims["alpha"]
+        self.optimizers = [*self.critic_opts, self.actor_opt, self.alpha_opt]
+        self.actor_params = [p for g in self.actor_opt.param_groups for p in g["params"]]
+        self.log_alpha = learner.curr_log_alpha[module_id]
+        self.target_entropy = learner.target_entropy[module_id]
+        self.pi = mlp_chain(module.pi_encoder, module.pi)
+        self.qs = [mlp_chain(module.qf_encoder, module.qf)]
+        self.target_qs = [mlp_chain(module.target_qf_encoder, module.target_qf)]
+        if config.twin_q:
+            self.qs.append(mlp_chain(module.qf_twin_encoder, module.qf_twin))
+            self.target_qs.append(mlp_chain(module.target_qf_twin_encoder, module.target_qf_twin))
+        self.pairs = module.get_target_network_pairs()
+        self.discount = config.gamma ** config.n_step
+        self.tau = config.tau
+        self._slots: Optional[Dict[str, torch.Tensor]] = None
+        # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
+        self.acc = {k: torch.zeros((), device=learner._device)
+                    for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
+
+    def slots_for(self, buffer: Any, batch_size: int) -> Dict[str, torch.Tensor]:
+        if self._slots is None or len(self._slots["rewards"]) != batch_size:
+            self._slots = buffer.minibatch_slots(batch_size)
+        return self._slots
+
+    def update(self, batch: Mapping[str, torch.Tensor]) -> None:
+        obs, actions = batch["obs"].float(), batch["actions"].float()
+        rewards, next_obs = batch["rewards"].float(), batch["next_obs"].float()
+        alpha = self.log_alpha.detach().exp()
+
+        # Critics.
+        with torch.no_grad():
+            next_actions, next_logp = squashed_gaussian_sample(self.pi(next_obs))
+            next_in = torch.cat([next_obs, next_actions], dim=-1)
+            next_q = self.target_qs[0](next_in).squeeze(-1)
+            for target_q in self.target_qs[1:]:
+                next_q = torch.min(next_q, target_q(next_in).squeeze(-1))
+            target = losses.critic_targets(rewards, batch["terminateds"], next_q, next_logp,
+                                           alpha, self.discount)
+        obs_actions = torch.cat([obs, actions], dim=-1)
+        qs = [q(obs_actions).squeeze(-1) for q in self.qs]
+        critic_loss = losses.critic_loss(qs, target)
+        for opt in self.critic_opts:
+            opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        for opt in self.critic_opts:
+            opt.step()
+
+        # Actor: gradients w.r.t. the policy only (the critics' grads stay untouched).
+        new_actions, logp = squashed_gaussian_sample(self.pi(obs))
+        obs_new_actions = torch.cat([obs, new_actions], dim=-1)
+        actor_loss = losses.actor_loss(logp, [q(obs_new_actions).squeeze(-1) for q in self.qs],
+                                       alpha)
+        for p, g in zip(self.actor_params, torch.autograd.grad(actor_loss, self.actor_params)):
+            p.grad = g
+        self.actor_opt.step()
+
+        # Temperature.
+        alpha_loss = losses.alpha_loss(self.log_alpha, logp, self.target_entropy)
+        self.alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_opt.step()
+
+        polyak_update(self.pairs, self.tau)
+        self.acc["critic_loss"] += critic_loss.detach() / len(qs)
+        self.acc["actor_loss"] += actor_loss.detach()
+        self.acc["alpha_loss"] += alpha_loss.detach()
+        self.acc["q_mean"] += qs[0].detach().mean()
+        self.acc["logps"] += logp.detach().mean()
+
+    def results(self, num_updates: int) -> Dict[str, float]:
+        """Mean losses since the last call (one host sync), and reset the accumulators."""
         n = max(num_updates, 1)
-        out = {k: float(v) / n for k, v in acc.items()}
-        out["alpha_value"] = float(log_alpha.detach().exp())
+        out = {k: float(v) / n for k, v in self.acc.items()}
+        for v in self.acc.values():
+            v.zero_()
+        out["alpha_value"] = float(self.log_alpha.detach().exp())
         out["num_updates"] = num_updates
         return out
