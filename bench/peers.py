@@ -13,7 +13,9 @@ ddrl runs through the registry (``harness.sampling.run_spec``, the same path as 
 with 1 env runner (``ddrl-ppo``, ``ddrl-sac``, ``ddrl-td3``); for PPO also with 8 envs in
 the runner (``ddrl-ppo-1x8``, ``num_envs_per_env_runner: 8``: RLlib's per-step overhead is
 paid once per vector step) and with 2 runners of 4 envs (``ddrl-ppo-2x4``), which is how
-ddrl uses the second core. SB3 is single-process with one env (``sb3-*``). Measurements alternate within each ``--rounds`` round, so machine noise hits
+ddrl uses the second core. ddrl's PPO uses its lean learner (``lean_learner: true``, the
+default); each PPO layout with ``-stock`` appended (``ddrl-ppo-2x4-stock``) uses RLlib's stock
+PPO learner instead. SB3 is single-process with one env (``sb3-*``). Measurements alternate within each ``--rounds`` round, so machine noise hits
 both sides; the summary prints the median per algorithm and the ratios ddrl / SB3. The last
 line of output is one JSON object with every measurement.
 
@@ -37,7 +39,10 @@ HIDDENS_PPO = [64, 64]
 BATCH = 256
 PPO_LAYOUTS = {"ddrl-ppo": (1, 1), "ddrl-ppo-1x8": (1, 8), "ddrl-ppo-2r": (2, 1),
                "ddrl-ppo-2x4": (2, 4)}  # name -> (env runners, envs per runner)
-ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "sb3-sac", "ddrl-td3", "sb3-td3"]
+ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "sb3-sac", "ddrl-td3", "sb3-td3"]  # the default
+# The same layouts with RLlib's stock PPO learner (hyperparameter lean_learner: false).
+STOCK_SUFFIX = "-stock"
+PPO_LAYOUTS.update({f"{name}{STOCK_SUFFIX}": layout for name, layout in list(PPO_LAYOUTS.items())})
 PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
          ("ddrl-td3", "sb3-td3")]
 
@@ -49,7 +54,7 @@ def _ddrl_spec(name: str, args):
         runners, envs = PPO_LAYOUTS[name]
         hp = {"train_batch_size": args.ppo_batch, "minibatch_size": args.ppo_minibatch,
               "num_epochs": args.ppo_epochs, "fcnet_hiddens": HIDDENS_PPO,
-              "fcnet_activation": "tanh"}
+              "fcnet_activation": "tanh", "lean_learner": not name.endswith(STOCK_SUFFIX)}
         return run_spec("PPO", args.env, args.seed, hp,
                         {"num_env_runners": runners, "num_envs_per_env_runner": envs})
     common = {"train_batch_size": BATCH, "updates_per_step": 1.0,
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="HumanoidBulletEnv-v0")
-    p.add_argument("--algos", nargs="+", default=ALGOS, choices=ALGOS)
+    p.add_argument("--algos", nargs="+", default=ALGOS, choices=[*ALGOS, *PPO_LAYOUTS])
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=1500, help="timed env steps (SAC, TD3)")

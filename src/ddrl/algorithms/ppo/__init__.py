@@ -36,6 +36,11 @@ PARAMS = {
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
+    "lean_learner": Param(
+        {"type": "boolean"}, True,
+        "ddrl's lean PPO learner (RLlib's loss and minibatch schedule, without RLlib's "
+        "per-minibatch bookkeeping; ddrl.algorithms.ppo.learner); false: RLlib's stock "
+        "PPOTorchLearner"),
 }
 
 
@@ -70,6 +75,10 @@ def build(spec):
             )
         )
     )
+    if hp["lean_learner"]:
+        from ddrl.algorithms.ppo.learner import LeanPPOTorchLearner
+
+        config = config.learners(learner_class=LeanPPOTorchLearner)
     return config
 
 
