@@ -39,12 +39,15 @@ HIDDENS_PPO = [64, 64]
 BATCH = 256
 PPO_LAYOUTS = {"ddrl-ppo": (1, 1), "ddrl-ppo-1x8": (1, 8), "ddrl-ppo-2r": (2, 1),
                "ddrl-ppo-2x4": (2, 4)}  # name -> (env runners, envs per runner)
-ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "sb3-sac", "ddrl-td3", "sb3-td3"]  # the default
+# ddrl-sac-2t: the learner may use 2 threads (DDRL_LEARNER_THREADS=2: SAC's twin critics
+# on two threads), i.e. the env runner's mostly idle core; SB3 uses torch's 2 threads.
+ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "ddrl-sac-2t", "sb3-sac", "ddrl-td3",
+         "sb3-td3"]  # the default
 # The same layouts with RLlib's stock PPO learner (hyperparameter lean_learner: false).
 STOCK_SUFFIX = "-stock"
 PPO_LAYOUTS.update({f"{name}{STOCK_SUFFIX}": layout for name, layout in list(PPO_LAYOUTS.items())})
 PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
-         ("ddrl-td3", "sb3-td3")]
+         ("ddrl-sac-2t", "sb3-sac"), ("ddrl-td3", "sb3-td3")]
 
 
 def _ddrl_spec(name: str, args):
@@ -59,7 +62,7 @@ def _ddrl_spec(name: str, args):
                         {"num_env_runners": runners, "num_envs_per_env_runner": envs})
     common = {"train_batch_size": BATCH, "updates_per_step": 1.0,
               "num_steps_sampled_before_learning_starts": args.learning_starts}
-    if name == "ddrl-sac":
+    if name.startswith("ddrl-sac"):
         return run_spec("SAC", args.env, args.seed, {**common, "fcnet_hiddens": HIDDENS_OFFPOLICY})
     return run_spec("TD3", args.env, args.seed, {**common, "actor_hiddens": HIDDENS_OFFPOLICY,
                                                  "critic_hiddens": HIDDENS_OFFPOLICY})
@@ -68,12 +71,23 @@ def _ddrl_spec(name: str, args):
 def time_ddrl(name: str, args) -> dict:
     from harness.throughput import time_training
 
+    from ddrl.training.runtime import LEARNER_THREADS_ENV
+
     spec = _ddrl_spec(name, args)
     if spec.algorithm == "PPO":
         warmup, timed = args.ppo_batch, args.ppo_batch * args.ppo_iters
     else:
         warmup, timed = args.learning_starts + BATCH, args.steps
-    return {"algo": name, **time_training(spec, warmup, timed)}
+    before = os.environ.get(LEARNER_THREADS_ENV)
+    if name.endswith("-2t"):
+        os.environ[LEARNER_THREADS_ENV] = "2"
+    try:
+        return {"algo": name, **time_training(spec, warmup, timed)}
+    finally:
+        if before is None:
+            os.environ.pop(LEARNER_THREADS_ENV, None)
+        else:
+            os.environ[LEARNER_THREADS_ENV] = before
 
 
 def time_sb3(name: str, args) -> dict:

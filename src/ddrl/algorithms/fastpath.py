@@ -11,7 +11,8 @@ replays it, so one update costs one launch.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 import torch
 from torch import nn
@@ -35,6 +36,40 @@ def prefer_fused_adam(optimizers: Iterable[torch.optim.Optimizer], capturable: b
         for group in opt.param_groups:
             group["fused"], group["foreach"] = True, False
             group["capturable"] = bool(capturable and params[0].device.type == "cuda")
+
+
+T = TypeVar("T")
+
+
+class TwinThreads:
+    """Evaluates a function on each of two networks, the second one on a helper thread.
+
+    For the twin critics of SAC and TD3 on a CPU learner: they share no parameters and each
+    has its own optimiser, so their forward, backward and optimiser steps can overlap (torch
+    ops release the GIL; each thread runs single-threaded kernels). The results are the same
+    as evaluating one after the other: no random numbers are drawn inside. Disabled, or for
+    anything but two networks, it evaluates them in order on the calling thread.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ddrl-twin") if enabled else None
+
+    @property
+    def enabled(self) -> bool:
+        return self._pool is not None
+
+    def map(self, fn: Callable[[Any], T], nets: Sequence[Any]) -> list[T]:
+        if self._pool is None or len(nets) != 2:
+            return [fn(net) for net in nets]
+        grad_enabled = torch.is_grad_enabled()  # grad mode is thread-local
+
+        def on_helper() -> T:
+            with torch.set_grad_enabled(grad_enabled):
+                return fn(nets[1])
+
+        second = self._pool.submit(on_helper)
+        first = fn(nets[0])
+        return [first, second.result()]
 
 
 def mlp_chain(encoder: nn.Module, head: nn.Module) -> nn.Sequential:

@@ -217,13 +217,20 @@ class TransitionReplayConfig(SACConfig):
         return super().get_rollout_fragment_length(worker_index)
 
 
-def limit_learner_threads(learner: Any) -> None:
-    """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``)."""
+def limit_learner_threads(learner: Any, twin_split: bool = False) -> None:
+    """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``).
+
+    With ``twin_split`` (SAC) and 2 or more threads, the twin critics run on two threads of
+    half the torch threads each (``learner._twin_threads``) instead of torch's OpenMP
+    threads sharing every op: on the 2-core box 2 OpenMP threads made SAC 4x *slower*
+    (their barrier waits collide with the env runner), the split does not (docs/benchmarks.md).
+    """
     from ddrl.training.runtime import learner_thread_count
 
-    threads = getattr(learner.config, "learner_num_threads", None) or learner_thread_count()
+    threads = int(getattr(learner.config, "learner_num_threads", None) or learner_thread_count())
+    learner._twin_threads = bool(twin_split and threads >= 2 and learner._device.type == "cpu")
     if learner._device.type == "cpu":
-        torch.set_num_threads(int(threads))
+        torch.set_num_threads(max(1, threads // 2) if learner._twin_threads else threads)
 
 
 def captured_steps_for(learner: Any) -> CapturedSteps:

@@ -281,3 +281,21 @@ def test_learner_side_buffer_update_trains_on_cpu_tensors(algo):
     host_module = host.module["default_policy"].unwrapped()
     for p, q in zip(module.parameters(), host_module.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_sac_twin_critics_on_two_threads_give_the_sequential_update():
+    sequential, seq_module = _sac_learner(learner_num_threads=1)
+    threaded, thr_module = _sac_learner(learner_num_threads=2)
+    assert threaded._twin_threads and not sequential._twin_threads
+    assert torch.get_num_threads() == 1  # 2 threads = 2 twin threads of 1 torch thread each
+    batch = _batch(n=4 * N)
+    for learner in (sequential, threaded):
+        torch.manual_seed(4)
+        stats = learner.update_from_transitions(batch, num_updates=4, batch_size=N)
+        assert np.isfinite(stats["critic_loss"])
+    assert thr_module is not seq_module
+    for (name, p), q in zip(thr_module.named_parameters(), seq_module.parameters()):
+        # Same maths; autograd may add the two critics' gradients w.r.t. the actions in the
+        # other order (node order is per thread), so equal to float rounding.
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
+    assert threaded._sac_steps["default_policy"].twins.enabled

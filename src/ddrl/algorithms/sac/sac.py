@@ -40,7 +40,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.numpy import MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT
 from ray.rllib.utils.typing import ModuleID
 
-from ddrl.algorithms.fastpath import mlp_chain, prefer_fused_adam
+from ddrl.algorithms.fastpath import TwinThreads, mlp_chain, prefer_fused_adam
 from ddrl.algorithms.offpolicy import (
     TransitionReplayAlgorithm,
     TransitionReplayConfig,
@@ -129,7 +129,7 @@ class FastSACTorchLearner(SACTorchLearner):
 
     def build(self) -> None:
         super().build()
-        limit_learner_threads(self)
+        limit_learner_threads(self, twin_split=True)
         if self.config.uses_transition_buffer:
             for module_id, module in self.module._rl_modules.items():
                 if not isinstance(module.unwrapped().action_space, gym.spaces.Box):
@@ -223,6 +223,7 @@ class SACStep:
         self.discount = config.gamma ** config.n_step
         self.tau = config.tau
         self._slots: Optional[Dict[str, torch.Tensor]] = None
+        self.twins = TwinThreads(getattr(learner, "_twin_threads", False))
         # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
         self.acc = {k: torch.zeros((), device=learner._device)
                     for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
@@ -237,29 +238,35 @@ class SACStep:
         rewards, next_obs = batch["rewards"].float(), batch["next_obs"].float()
         alpha = self.log_alpha.detach().exp()
 
-        # Critics.
+        # Critics (the twins on two threads when enabled: they share no parameters).
         with torch.no_grad():
             next_actions, next_logp = squashed_gaussian_sample(self.pi(next_obs))
             next_in = torch.cat([next_obs, next_actions], dim=-1)
-            next_q = self.target_qs[0](next_in).squeeze(-1)
-            for target_q in self.target_qs[1:]:
-                next_q = torch.min(next_q, target_q(next_in).squeeze(-1))
+            next_qs = self.twins.map(lambda q: q(next_in).squeeze(-1), self.target_qs)
+            next_q = next_qs[0]
+            for other in next_qs[1:]:
+                next_q = torch.min(next_q, other)
             target = losses.critic_targets(rewards, batch["terminateds"], next_q, next_logp,
                                            alpha, self.discount)
         obs_actions = torch.cat([obs, actions], dim=-1)
-        qs = [q(obs_actions).squeeze(-1) for q in self.qs]
-        critic_loss = losses.critic_loss(qs, target)
-        for opt in self.critic_opts:
+
+        def critic_step(q_and_opt: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+            q, opt = q_and_opt
+            value = q(obs_actions).squeeze(-1)
+            loss = losses.critic_loss([value], target)  # this critic's term of the sum
             opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        for opt in self.critic_opts:
+            loss.backward()
             opt.step()
+            return loss.detach(), value.detach()
+
+        critic_terms = self.twins.map(critic_step, list(zip(self.qs, self.critic_opts)))
+        critic_loss = sum(term for term, _ in critic_terms)
 
         # Actor: gradients w.r.t. the policy only (the critics' grads stay untouched).
         new_actions, logp = squashed_gaussian_sample(self.pi(obs))
         obs_new_actions = torch.cat([obs, new_actions], dim=-1)
-        actor_loss = losses.actor_loss(logp, [q(obs_new_actions).squeeze(-1) for q in self.qs],
-                                       alpha)
+        q_new = self.twins.map(lambda q: q(obs_new_actions).squeeze(-1), self.qs)
+        actor_loss = losses.actor_loss(logp, q_new, alpha)
         for p, g in zip(self.actor_params, torch.autograd.grad(actor_loss, self.actor_params)):
             p.grad = g
         self.actor_opt.step()
@@ -271,10 +278,10 @@ class SACStep:
         self.alpha_opt.step()
 
         polyak_update(self.pairs, self.tau)
-        self.acc["critic_loss"] += critic_loss.detach() / len(qs)
+        self.acc["critic_loss"] += critic_loss / len(critic_terms)
         self.acc["actor_loss"] += actor_loss.detach()
         self.acc["alpha_loss"] += alpha_loss.detach()
-        self.acc["q_mean"] += qs[0].detach().mean()
+        self.acc["q_mean"] += critic_terms[0][1].mean()
         self.acc["logps"] += logp.detach().mean()
 
     def results(self, num_updates: int) -> Dict[str, float]:
