@@ -17,6 +17,14 @@ import numpy as np
 COLUMNS = ("obs", "actions", "rewards", "next_obs", "terminateds", "truncateds")
 
 
+def transition_count(data: Mapping[str, Any]) -> int:
+    """How many transitions ``data`` holds; every column must have that length."""
+    lengths = {name: len(data[name]) for name in COLUMNS}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"transition columns differ in length: {lengths}")
+    return lengths["rewards"]
+
+
 class TransitionReplayBuffer:
     """Fixed-capacity FIFO buffer of single-step transitions, sampled uniformly."""
 
@@ -51,12 +59,9 @@ class TransitionReplayBuffer:
 
         Returns how many were given; beyond ``capacity`` only the newest are kept.
         """
-        n = len(data["rewards"])
+        n = transition_count(data)
         if n == 0:
             return 0
-        lengths = {name: len(data[name]) for name in COLUMNS}
-        if len(set(lengths.values())) != 1:
-            raise ValueError(f"transition columns differ in length: {lengths}")
         if self._arrays is None:
             self._allocate(data)
         assert self._arrays is not None
@@ -191,12 +196,9 @@ class DeviceReplayBuffer:
         """Append a batch of transitions (NumPy or torch columns); returns how many were given."""
         import torch
 
-        n = len(data["rewards"])
+        n = transition_count(data)
         if n == 0:
             return 0
-        lengths = {name: len(data[name]) for name in COLUMNS}
-        if len(set(lengths.values())) != 1:
-            raise ValueError(f"transition columns differ in length: {lengths}")
         cols = {}
         for name in COLUMNS:
             col = torch.as_tensor(np.asarray(data[name]) if not torch.is_tensor(data[name])
