@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any, Optional
+from typing import Any, Dict, Hashable, Mapping, Optional
 
 import torch
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -64,7 +64,7 @@ from ddrl.algorithms.common import (
     RLLIB1_ROUND_ROBIN,
     UPDATE_SCHEDULES,
 )
-from ddrl.algorithms.fastpath import CapturedSteps
+from ddrl.algorithms.fastpath import CapturedSteps, prefer_fused_adam
 from ddrl.algorithms.replay import (
     COLUMNS,
     DeviceReplayBuffer,
@@ -248,6 +248,100 @@ def learner_replay_buffer(learner: Any) -> DeviceReplayBuffer:
         buffer = DeviceReplayBuffer(capacity, device=learner._device)
         learner._device_replay_buffer = buffer
     return buffer
+
+
+class OffPolicyStep:
+    """Base of the learners' fast update steps (``SACStep``, ``TD3Step``): one gradient
+    update on a minibatch of tensors, with loss sums kept on the device so a GPU learner can
+    capture it as a CUDA graph. Subclasses set ``module``, ``optimizers`` and ``acc`` and
+    implement :meth:`run` and :meth:`results`."""
+
+    module: torch.nn.Module
+    optimizers: list[torch.optim.Optimizer]
+
+    def __init__(self) -> None:
+        self._slots: Optional[Dict[str, torch.Tensor]] = None
+
+    def begin_call(self) -> None:
+        """Called once per learner call, before its updates."""
+
+    def add_columns(self, minibatches: Dict[str, torch.Tensor]) -> None:
+        """Add per-transition inputs drawn once per learner call (TD3: the target-smoothing
+        noise) to the minibatches of ``update_from_transitions``."""
+
+    def kind(self, i: int) -> Hashable:
+        """What the ``i``-th update of this call does, when steps differ (TD3: with or
+        without the delayed actor step); each kind is captured as its own CUDA graph."""
+        return None
+
+    def run(self, batch: Mapping[str, torch.Tensor], kind: Hashable) -> None:
+        raise NotImplementedError
+
+    def results(self, num_updates: int) -> Dict[str, float]:
+        raise NotImplementedError
+
+    def slots_for(self, buffer: DeviceReplayBuffer, batch_size: int) -> Dict[str, torch.Tensor]:
+        """Preallocated minibatch tensors that ``buffer.sample_into`` fills in place."""
+        if self._slots is None or len(self._slots["rewards"]) != batch_size:
+            self._slots = buffer.minibatch_slots(batch_size)
+        return self._slots
+
+
+class FastUpdateLearner:
+    """Mixin for a torch learner with an :class:`OffPolicyStep` (``step_class``): the
+    per-module step with fused Adam, and the two ways in of ddrl's training loop,
+    :meth:`update_from_transitions` (host replay buffer) and
+    :meth:`update_from_device_buffer` (replay buffer on the learner's device)."""
+
+    step_class: type[OffPolicyStep]
+
+    def fast_step(self, module_id: str = DEFAULT_MODULE_ID) -> OffPolicyStep:
+        """The module's update step, ready for a learner call (train mode, fused Adam)."""
+        steps = self.__dict__.setdefault("_fast_steps", {})
+        if module_id not in steps:
+            steps[module_id] = self.step_class(self, module_id)
+            self.__dict__.setdefault("_captured_steps", captured_steps_for(self))
+        step = steps[module_id]
+        step.module.train()
+        # Re-applied every call: restoring optimiser state brings back the saved flags.
+        prefer_fused_adam(step.optimizers, capturable=self._captured_steps.capture)
+        step.begin_call()
+        return step
+
+    def update_from_transitions(
+        self, data: Mapping[str, Any], num_updates: int, batch_size: int,
+        module_id: str = DEFAULT_MODULE_ID,
+    ) -> Dict[str, float]:
+        """Train ``num_updates`` steps on consecutive minibatches of ``data``: columns of
+        :class:`~ddrl.algorithms.replay.TransitionReplayBuffer` holding
+        ``num_updates * batch_size`` transitions. Returns mean losses."""
+        t = minibatch_tensors(data, num_updates, batch_size, self._device)
+        step = self.fast_step(module_id)
+        step.add_columns(t)
+        for i in range(num_updates):
+            sl = slice(i * batch_size, (i + 1) * batch_size)
+            step.run({k: v[sl] for k, v in t.items()}, step.kind(i))
+        return step.results(num_updates)
+
+    def update_from_device_buffer(
+        self, new_transitions: Mapping[str, Any], num_updates: int, batch_size: int,
+        module_id: str = DEFAULT_MODULE_ID,
+    ) -> Dict[str, float]:
+        """Add ``new_transitions`` to the learner's own replay buffer (on its device), then
+        train ``num_updates`` steps on minibatches sampled there: captured as CUDA graphs
+        (one per step kind) on a GPU learner with ``learner_graph_capture``."""
+        step = self.fast_step(module_id)
+        buffer = learner_replay_buffer(self)
+        buffer.add_transitions(new_transitions)
+        if num_updates:
+            slots = step.slots_for(buffer, batch_size)
+            for i in range(num_updates):
+                kind = step.kind(i)
+                self._captured_steps.run(
+                    (module_id, batch_size, kind),
+                    lambda: (buffer.sample_into(slots), step.run(slots, kind)),
+                )
+        return step.results(num_updates)
 
 
 class PendingTransitions:

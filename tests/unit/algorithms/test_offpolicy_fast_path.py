@@ -298,4 +298,4 @@ def test_sac_twin_critics_on_two_threads_give_the_sequential_update():
         # Same maths; autograd may add the two critics' gradients w.r.t. the actions in the
         # other order (node order is per thread), so equal to float rounding.
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
-    assert threaded._sac_steps["default_policy"].twins.enabled
+    assert threaded.fast_step("default_policy").twins.enabled

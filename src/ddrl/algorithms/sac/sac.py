@@ -31,7 +31,6 @@ import torch.nn.functional as F
 from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
 from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
-from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner import Learner
 from ray.rllib.core.models.base import Encoder
@@ -40,14 +39,13 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.numpy import MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT
 from ray.rllib.utils.typing import ModuleID
 
-from ddrl.algorithms.fastpath import TwinThreads, mlp_chain, prefer_fused_adam
+from ddrl.algorithms.fastpath import TwinThreads, mlp_chain
 from ddrl.algorithms.offpolicy import (
+    FastUpdateLearner,
+    OffPolicyStep,
     TransitionReplayAlgorithm,
     TransitionReplayConfig,
-    captured_steps_for,
-    learner_replay_buffer,
     limit_learner_threads,
-    minibatch_tensors,
     polyak_update,
 )
 from ddrl.algorithms.sac import losses
@@ -124,66 +122,6 @@ class FastSAC(TransitionReplayAlgorithm):
         return FastSACConfig()
 
 
-class FastSACTorchLearner(SACTorchLearner):
-    """RLlib's SAC learner plus :meth:`update_from_transitions` (continuous actions)."""
-
-    def build(self) -> None:
-        super().build()
-        limit_learner_threads(self, twin_split=True)
-        if self.config.uses_transition_buffer:
-            for module_id, module in self.module._rl_modules.items():
-                if not isinstance(module.unwrapped().action_space, gym.spaces.Box):
-                    raise ValueError(
-                        f"ddrl's SAC loop (TransitionReplayBuffer) trains continuous (Box) "
-                        f"actions; module {module_id!r} has {module.unwrapped().action_space}. "
-                        "Use replay_buffer_type: EpisodeReplayBuffer for discrete actions."
-                    )
-
-    def update_from_transitions(
-        self, data: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
-        module_id: ModuleID = DEFAULT_MODULE_ID,
-    ) -> Dict[str, float]:
-        """Train ``num_updates`` SAC steps on consecutive minibatches of ``data``.
-
-        ``data`` holds ``num_updates * batch_size`` transitions (columns of
-        :class:`ddrl.algorithms.replay.TransitionReplayBuffer`). Returns mean losses.
-        """
-        t = minibatch_tensors(data, num_updates, batch_size, self._device)
-        step = self._fast_step(module_id)
-        for i in range(num_updates):
-            sl = slice(i * batch_size, (i + 1) * batch_size)
-            step.update({k: v[sl] for k, v in t.items()})
-        return step.results(num_updates)
-
-    def update_from_device_buffer(
-        self, new_transitions: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
-        module_id: ModuleID = DEFAULT_MODULE_ID,
-    ) -> Dict[str, float]:
-        """Add ``new_transitions`` to the learner's own replay buffer (on its device), then
-        train ``num_updates`` steps on minibatches sampled there (captured as CUDA graphs on
-        a GPU learner with ``learner_graph_capture``)."""
-        step = self._fast_step(module_id)
-        buffer = learner_replay_buffer(self)
-        buffer.add_transitions(new_transitions)
-        if num_updates:
-            slots = step.slots_for(buffer, batch_size)
-            for _ in range(num_updates):
-                self._captured_steps.run(
-                    (module_id, batch_size), lambda: (buffer.sample_into(slots), step.update(slots))
-                )
-        return step.results(num_updates)
-
-    def _fast_step(self, module_id: ModuleID) -> "SACStep":
-        steps = self.__dict__.setdefault("_sac_steps", {})
-        if module_id not in steps:
-            steps[module_id] = SACStep(self, module_id)
-            self.__dict__.setdefault("_captured_steps", captured_steps_for(self))
-        step = steps[module_id]
-        self.module[module_id].unwrapped().train()
-        prefer_fused_adam(step.optimizers, capturable=self._captured_steps.capture)
-        return step
-
-
 def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """A reparameterised action in [-1, 1] and its log-probability, as RLlib's
     ``TorchSquashedGaussian.from_logits(logits).rsample_and_logp()`` computes them (same
@@ -198,14 +136,15 @@ def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.
     return action, normal_logp.sum(-1) - jacobian.sum(-1)
 
 
-class SACStep:
+class SACStep(OffPolicyStep):
     """One SAC update on a minibatch of tensors, for a learner's module: plain MLP views of
     the RLlib networks, fused Adam, and loss accumulators kept on the device (no host sync
     inside a step, so a GPU learner can capture it as a CUDA graph)."""
 
     def __init__(self, learner: "FastSACTorchLearner", module_id: ModuleID) -> None:
+        super().__init__()
         config = learner.config.get_config_for_module(module_id)
-        module = learner.module[module_id].unwrapped()
+        self.module = module = learner.module[module_id].unwrapped()
         optims = dict(learner.get_optimizers_for_module(module_id))
         self.critic_opts = [optims["qf"]] + ([optims["qf_twin"]] if config.twin_q else [])
         self.actor_opt, self.alpha_opt = optims["policy"], optims["alpha"]
@@ -222,18 +161,13 @@ class SACStep:
         self.pairs = module.get_target_network_pairs()
         self.discount = config.gamma ** config.n_step
         self.tau = config.tau
-        self._slots: Optional[Dict[str, torch.Tensor]] = None
         self.twins = TwinThreads(getattr(learner, "_twin_threads", False))
         # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
         self.acc = {k: torch.zeros((), device=learner._device)
                     for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
 
-    def slots_for(self, buffer: Any, batch_size: int) -> Dict[str, torch.Tensor]:
-        if self._slots is None or len(self._slots["rewards"]) != batch_size:
-            self._slots = buffer.minibatch_slots(batch_size)
-        return self._slots
-
-    def update(self, batch: Mapping[str, torch.Tensor]) -> None:
+    def run(self, batch: Mapping[str, torch.Tensor], kind: Any = None) -> None:
+        """One SAC update (critics, then actor and temperature, then Polyak)."""
         obs, actions = batch["obs"].float(), batch["actions"].float()
         rewards, next_obs = batch["rewards"].float(), batch["next_obs"].float()
         alpha = self.log_alpha.detach().exp()
@@ -293,3 +227,22 @@ class SACStep:
         out["alpha_value"] = float(self.log_alpha.detach().exp())
         out["num_updates"] = num_updates
         return out
+
+
+class FastSACTorchLearner(FastUpdateLearner, SACTorchLearner):
+    """RLlib's SAC learner plus ddrl's fast paths: :meth:`update_from_transitions` and
+    ``update_from_device_buffer`` (continuous actions)."""
+
+    step_class = SACStep
+
+    def build(self) -> None:
+        super().build()
+        limit_learner_threads(self, twin_split=True)
+        if self.config.uses_transition_buffer:
+            for module_id, module in self.module._rl_modules.items():
+                if not isinstance(module.unwrapped().action_space, gym.spaces.Box):
+                    raise ValueError(
+                        f"ddrl's SAC loop (TransitionReplayBuffer) trains continuous (Box) "
+                        f"actions; module {module_id!r} has {module.unwrapped().action_space}. "
+                        "Use replay_buffer_type: EpisodeReplayBuffer for discrete actions."
+                    )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping
 
-import numpy as np
 import torch
 
 from ray.rllib.core import DEFAULT_MODULE_ID
@@ -28,12 +27,10 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
-from ddrl.algorithms.fastpath import prefer_fused_adam
 from ddrl.algorithms.offpolicy import (
-    captured_steps_for,
-    learner_replay_buffer,
+    FastUpdateLearner,
+    OffPolicyStep,
     limit_learner_threads,
-    minibatch_tensors,
     polyak_update,
 )
 from ddrl.algorithms.td3 import losses
@@ -42,8 +39,79 @@ CRITIC = "critic"
 ACTOR = "actor"
 
 
-class TD3TorchLearner(TorchLearner):
+class TD3Step(OffPolicyStep):
+    """One TD3 critic step (and the delayed actor step with the Polyak update, when due) on
+    a minibatch of tensors; loss sums stay on the device, so a GPU learner can capture a
+    step as a CUDA graph."""
+
+    def __init__(self, learner: "TD3TorchLearner", module_id: ModuleID) -> None:
+        super().__init__()
+        config = learner.config.get_config_for_module(module_id)
+        self.module = module = learner.module[module_id].unwrapped()
+        optims = dict(learner.get_optimizers_for_module(module_id))
+        self.critic_opt, self.actor_opt = optims[CRITIC], optims[ACTOR]
+        self.optimizers = [self.critic_opt, self.actor_opt]
+        self.pairs = module.get_target_network_pairs()
+        self.gamma, self.tau, self.policy_delay = config.gamma, config.tau, config.policy_delay
+        self.noise_std, self.noise_clip = config.target_noise, config.target_noise_clip
+        self.start = 0  # critic updates before this call
+        self.acc = {k: torch.zeros((), device=learner._device)
+                    for k in ("critic_loss", "q_mean", "actor_loss")}
+
+    def begin_call(self) -> None:
+        self.start = int(self.module.num_critic_updates.item())
+
+    def kind(self, i: int) -> bool:
+        """Whether the ``i``-th update of this call is followed by an actor step."""
+        return (self.start + i + 1) % self.policy_delay == 0
+
+    def add_columns(self, minibatches: Dict[str, torch.Tensor]) -> None:
+        # All of a call's smoothing noise in one RNG call instead of one per step.
+        if self.noise_std > 0:
+            minibatches["noise"] = torch.randn(minibatches["actions"].shape,
+                                               device=minibatches["actions"].device)
+
+    def run(self, batch: Mapping[str, torch.Tensor], kind: bool) -> None:
+        self.update(batch, with_actor=kind, noise=batch.get("noise"))
+
+    def update(self, batch: Mapping[str, torch.Tensor], with_actor: bool,
+               noise: torch.Tensor | None = None) -> None:
+        module = self.module
+        targets = losses.critic_targets(module, batch, gamma=self.gamma,
+                                        noise_std=self.noise_std, noise_clip=self.noise_clip,
+                                        noise=noise)
+        closs, q1, _ = losses.critic_loss(module, batch, targets)
+        self.critic_opt.zero_grad(set_to_none=True)
+        closs.backward()
+        self.critic_opt.step()
+        self.acc["critic_loss"] += closs.detach()
+        self.acc["q_mean"] += q1.detach().mean()
+        if with_actor:
+            self.acc["actor_loss"] += TD3TorchLearner._actor_step(module, self.actor_opt,
+                                                                  batch["obs"])
+            polyak_update(self.pairs, self.tau)
+
+    def results(self, num_updates: int) -> Dict[str, float]:
+        """Mean losses of this call (one host sync); resets the sums, counts the updates."""
+        n_actor = sum(self.kind(i) for i in range(num_updates))
+        self.module.num_critic_updates += num_updates
+        out = {
+            "critic_loss": float(self.acc["critic_loss"]) / max(num_updates, 1),
+            "q_mean": float(self.acc["q_mean"]) / max(num_updates, 1),  # Q1; named as SAC's
+            "num_critic_updates": num_updates,
+            "num_actor_updates": n_actor,
+        }
+        if n_actor:
+            out["actor_loss"] = float(self.acc["actor_loss"]) / n_actor
+        for v in self.acc.values():
+            v.zero_()
+        return out
+
+
+class TD3TorchLearner(FastUpdateLearner, TorchLearner):
     """Learner for :class:`~ddrl.algorithms.td3.module.TD3TorchRLModule`."""
+
+    step_class = TD3Step
 
     def build(self) -> None:
         super().build()
@@ -140,123 +208,9 @@ class TD3TorchLearner(TorchLearner):
         actor_opt.step()
         return loss.detach()
 
-    # -- the fast path ------------------------------------------------------------------
-    def update_from_transitions(
-        self, data: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
-        module_id: ModuleID = DEFAULT_MODULE_ID,
-    ) -> Dict[str, float]:
-        """Train ``num_updates`` critic steps on consecutive minibatches of ``data``.
-
-        ``data`` holds ``num_updates * batch_size`` transitions (columns of
-        :class:`ddrl.algorithms.replay.TransitionReplayBuffer`). Returns mean losses.
-        """
-        step = self._fast_step(module_id)
-        t = minibatch_tensors(data, num_updates, batch_size, self._device)
-        # Pre-draw all smoothing noise at once (one RNG call instead of one per step).
-        noise = torch.randn(t["actions"].shape, device=self._device) \
-            if step.noise_std > 0 else None
-        for i in range(num_updates):
-            sl = slice(i * batch_size, (i + 1) * batch_size)
-            step.update({k: v[sl] for k, v in t.items()}, step.actor_due(i),
-                        None if noise is None else noise[sl])
-        return step.results(num_updates)
-
-    def update_from_device_buffer(
-        self, new_transitions: Mapping[str, np.ndarray], num_updates: int, batch_size: int,
-        module_id: ModuleID = DEFAULT_MODULE_ID,
-    ) -> Dict[str, float]:
-        """Add ``new_transitions`` to the learner's own replay buffer (on its device), then
-        train ``num_updates`` critic steps on minibatches sampled there (captured as CUDA
-        graphs on a GPU learner: one graph with the delayed actor step, one without)."""
-        step = self._fast_step(module_id)
-        buffer = learner_replay_buffer(self)
-        buffer.add_transitions(new_transitions)
-        if num_updates:
-            slots = step.slots_for(buffer, batch_size)
-            for i in range(num_updates):
-                with_actor = step.actor_due(i)
-                self._captured_steps.run(
-                    (module_id, batch_size, with_actor),
-                    lambda: (buffer.sample_into(slots), step.update(slots, with_actor)),
-                )
-        return step.results(num_updates)
-
-    def _fast_step(self, module_id: ModuleID) -> "TD3Step":
-        steps = self.__dict__.setdefault("_td3_steps", {})
-        if module_id not in steps:
-            steps[module_id] = TD3Step(self, module_id)
-            self.__dict__.setdefault("_captured_steps", captured_steps_for(self))
-        step = steps[module_id]
-        step.module.train()
-        prefer_fused_adam([step.critic_opt, step.actor_opt],
-                          capturable=self._captured_steps.capture)
-        step.start = int(step.module.num_critic_updates.item())
-        return step
-
+    # -- warm-up flag (the fast path itself: FastUpdateLearner with TD3Step) ----------
     def set_uniform_warmup(self, on: bool, module_id: ModuleID = DEFAULT_MODULE_ID) -> None:
         self.module[module_id].unwrapped().uniform_warmup.fill_(bool(on))
 
     def uniform_warmup(self, module_id: ModuleID = DEFAULT_MODULE_ID) -> bool:
         return bool(self.module[module_id].unwrapped().uniform_warmup)
-
-
-class TD3Step:
-    """One TD3 critic step (and the delayed actor step with the Polyak update, when due) on
-    a minibatch of tensors; loss sums stay on the device, so a GPU learner can capture a
-    step as a CUDA graph."""
-
-    def __init__(self, learner: TD3TorchLearner, module_id: ModuleID) -> None:
-        config = learner.config.get_config_for_module(module_id)
-        self.module = module = learner.module[module_id].unwrapped()
-        optims = dict(learner.get_optimizers_for_module(module_id))
-        self.critic_opt, self.actor_opt = optims[CRITIC], optims[ACTOR]
-        self.pairs = module.get_target_network_pairs()
-        self.gamma, self.tau, self.policy_delay = config.gamma, config.tau, config.policy_delay
-        self.noise_std, self.noise_clip = config.target_noise, config.target_noise_clip
-        self.start = 0  # critic updates before this call
-        self.num_actor_updates = 0
-        self._slots: Dict[str, torch.Tensor] | None = None
-        self.acc = {k: torch.zeros((), device=learner._device)
-                    for k in ("critic_loss", "q_mean", "actor_loss")}
-
-    def actor_due(self, i: int) -> bool:
-        """Whether the ``i``-th update of this call is followed by an actor step."""
-        return (self.start + i + 1) % self.policy_delay == 0
-
-    def slots_for(self, buffer: Any, batch_size: int) -> Dict[str, torch.Tensor]:
-        if self._slots is None or len(self._slots["rewards"]) != batch_size:
-            self._slots = buffer.minibatch_slots(batch_size)
-        return self._slots
-
-    def update(self, batch: Mapping[str, torch.Tensor], with_actor: bool,
-               noise: torch.Tensor | None = None) -> None:
-        module = self.module
-        targets = losses.critic_targets(module, batch, gamma=self.gamma,
-                                        noise_std=self.noise_std, noise_clip=self.noise_clip,
-                                        noise=noise)
-        closs, q1, _ = losses.critic_loss(module, batch, targets)
-        self.critic_opt.zero_grad(set_to_none=True)
-        closs.backward()
-        self.critic_opt.step()
-        self.acc["critic_loss"] += closs.detach()
-        self.acc["q_mean"] += q1.detach().mean()
-        if with_actor:
-            self.acc["actor_loss"] += TD3TorchLearner._actor_step(module, self.actor_opt,
-                                                                  batch["obs"])
-            polyak_update(self.pairs, self.tau)
-
-    def results(self, num_updates: int) -> Dict[str, float]:
-        """Mean losses of this call (one host sync); resets the sums, counts the updates."""
-        n_actor = sum(self.actor_due(i) for i in range(num_updates))
-        self.module.num_critic_updates += num_updates
-        out = {
-            "critic_loss": float(self.acc["critic_loss"]) / max(num_updates, 1),
-            "q_mean": float(self.acc["q_mean"]) / max(num_updates, 1),  # Q1; named as SAC's
-            "num_critic_updates": num_updates,
-            "num_actor_updates": n_actor,
-        }
-        if n_actor:
-            out["actor_loss"] = float(self.acc["actor_loss"]) / n_actor
-        for v in self.acc.values():
-            v.zero_()
-        return out
