@@ -8,7 +8,6 @@ every round, so a reader can tell a whole file from a torn one.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from ddrl.config.study import Study
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from ddrl import atomic
 from ddrl.training import provenance
-from ddrl.runs import RunSpec
 # The exported files' shared contract (TorchScript and ONNX) lives with the restored policy.
 from ddrl.agents.policy import (  # noqa: F401
     EXTRA_FILE,

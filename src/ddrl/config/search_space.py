@@ -42,7 +42,7 @@ import jsonschema
 
 from ddrl.config.defaults import RunDefaults, resources_with_defaults
 from ddrl.config.loading import load_yaml
-from ddrl.errors import ConfigError, DdrlError
+from ddrl.errors import ConfigError
 from ddrl.runs import budget_with_defaults
 from ddrl.runs import RunSpec, safe_name
 

@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import json
 import logging
-import math
 import os
 from pathlib import Path
 from typing import Any, Mapping

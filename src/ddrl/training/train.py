@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
-import os
 import signal
 import sys
 import time
