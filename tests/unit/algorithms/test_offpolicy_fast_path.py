@@ -18,6 +18,7 @@ from ddrl.algorithms.replay import DeviceReplayBuffer
 from ddrl.algorithms.sac import losses as sac_losses
 from ddrl.algorithms.sac.sac import FastSACConfig
 from ddrl.algorithms.td3.td3 import TD3Config
+from helpers.offpolicy import perturb_targets, random_transitions
 
 OBS_DIM, ACT_DIM, N = 3, 2, 8
 SPACES = (gym.spaces.Box(-5.0, 5.0, (OBS_DIM,), np.float32),
@@ -36,23 +37,12 @@ def _sac_learner(**training):
     torch.manual_seed(5)
     learner = config.build_learner(spaces={"default_policy": SPACES})
     module = learner.module["default_policy"].unwrapped()
-    with torch.no_grad():  # targets differ from the online nets, as during training
-        for _, target in module.get_target_network_pairs():
-            for p in target.parameters():
-                p.add_(0.3 * torch.randn_like(p))
+    perturb_targets(module)
     return learner, module
 
 
 def _batch(seed=0, n=N):
-    g = np.random.default_rng(seed)
-    return {
-        "obs": g.normal(size=(n, OBS_DIM)).astype(np.float32),
-        "actions": g.uniform(-1, 1, size=(n, ACT_DIM)).astype(np.float32),
-        "rewards": g.normal(size=n).astype(np.float32),
-        "next_obs": g.normal(size=(n, OBS_DIM)).astype(np.float32),
-        "terminateds": (np.arange(n) % 3 == 1),
-        "truncateds": (np.arange(n) % 4 == 2),
-    }
+    return random_transitions(n, OBS_DIM, ACT_DIM, seed)
 
 
 def _reference_sac_update(module, log_alpha, target_entropy, batch, lrs, gamma, tau):

@@ -11,6 +11,7 @@ import torch
 
 from ddrl.algorithms.td3 import losses
 from ddrl.algorithms.td3.td3 import TD3Config
+from helpers.offpolicy import perturb_targets, random_transitions
 
 GAMMA = 0.9
 TAU = 0.05
@@ -31,25 +32,14 @@ def _learner(policy_delay=2, target_noise=0.0, **training):
     torch.manual_seed(3)
     learner = config.build_learner(spaces={"default_policy": (obs_space, act_space)})
     module = learner.module["default_policy"].unwrapped()
-    # Targets differ from the online nets, as they do during training.
-    with torch.no_grad():
-        for _, target in module.get_target_network_pairs():
-            for p in target.parameters():
-                p.add_(0.3 * torch.randn_like(p))
+    perturb_targets(module)
     return learner, module
 
 
 def _batch(seed=0):
-    g = np.random.default_rng(seed)
-    return {
-        "obs": g.normal(size=(N, OBS_DIM)).astype(np.float32),
-        "actions": g.uniform(-1, 1, size=(N, ACT_DIM)).astype(np.float32),
-        "rewards": g.normal(size=N).astype(np.float32),
-        "next_obs": g.normal(size=(N, OBS_DIM)).astype(np.float32),
-        # row 1: terminated; row 2: truncated (time limit); row 3: both flags.
-        "terminateds": np.array([0, 1, 0, 1, 0, 0], dtype=bool),
-        "truncateds": np.array([0, 0, 1, 1, 0, 0], dtype=bool),
-    }
+    # row 1: terminated; row 2: truncated (time limit); row 3: both flags.
+    return random_transitions(N, OBS_DIM, ACT_DIM, seed,
+                              terminateds=[0, 1, 0, 1, 0, 0], truncateds=[0, 0, 1, 1, 0, 0])
 
 
 def _t(batch):
