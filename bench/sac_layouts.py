@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 from types import SimpleNamespace
+from unittest import mock
 
 
 def time_ddrl(runners: int, threads: int, args: argparse.Namespace) -> float:
@@ -32,24 +33,19 @@ def time_ddrl(runners: int, threads: int, args: argparse.Namespace) -> float:
     from ddrl.training.runtime import LEARNER_THREADS_ENV
 
     limit = sac_module.limit_learner_threads
-    before = os.environ.get(LEARNER_THREADS_ENV)
-    os.environ[LEARNER_THREADS_ENV] = str(threads)
     # Twin-critic threads off: with 2 threads, torch's OpenMP threads share every op.
     sac_module.limit_learner_threads = lambda learner, twin_split=False: limit(learner)
     try:
-        spec = run_spec("SAC", args.env, args.seed,
-                        {"train_batch_size": 256, "updates_per_step": 1.0,
-                         "num_steps_sampled_before_learning_starts": args.learning_starts,
-                         "fcnet_hiddens": [256, 256]},
-                        {"num_env_runners": runners, "num_envs_per_env_runner": 1})
-        return time_training(spec, args.learning_starts + 256, args.steps, num_cpus=2)["steps_per_s"]
+        with mock.patch.dict(os.environ, {LEARNER_THREADS_ENV: str(threads)}):
+            spec = run_spec("SAC", args.env, args.seed,
+                            {"train_batch_size": 256, "updates_per_step": 1.0,
+                             "num_steps_sampled_before_learning_starts": args.learning_starts,
+                             "fcnet_hiddens": [256, 256]},
+                            {"num_env_runners": runners, "num_envs_per_env_runner": 1})
+            return time_training(spec, args.learning_starts + 256, args.steps,
+                                 num_cpus=2)["steps_per_s"]
     finally:
         sac_module.limit_learner_threads = limit
-        if before is None:
-            os.environ.pop(LEARNER_THREADS_ENV, None)
-        else:
-            os.environ[LEARNER_THREADS_ENV] = before
-
 
 def main(argv: list[str] | None = None) -> int:
     import peers
