@@ -330,9 +330,15 @@ def run_sb3(spec: Any, out: Path, episodes: int = EPISODES,
 
 # -- results ---------------------------------------------------------------------------------
 
-def read_curves(root: Path) -> list[dict[str, Any]]:
+def read_curves(root: Path, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Every evaluation in ``<root>/<framework>/<run_id>/curve.csv``; with ``run_ids``, only
+    those runs (the study's current ids: a changed hyperparameter leaves the old run's folder
+    behind under its old id)."""
+    keep = None if run_ids is None else set(run_ids)
     rows = []
     for path in sorted(Path(root).glob("*/*/curve.csv")):
+        if keep is not None and path.parent.name not in keep:
+            continue
         for r in csv.DictReader(path.open()):
             rows.append({**r, "seed": int(r["seed"]), "env_steps": int(float(r["env_steps"])),
                          "train_s": float(r["train_s"]), "wall_s": float(r["wall_s"]),
@@ -363,12 +369,25 @@ def read_study_curves(study_root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def summary_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (algorithm, env, seed, framework): final and best evaluation return, the
-    env steps and training seconds at the last evaluation, evaluations so far."""
+def cell_runs(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, list[Mapping[str, Any]]]:
+    """Rows grouped by (algorithm, env, seed, framework). Raises if a group holds two run ids:
+    their curves would be merged into one (e.g. a run and its predecessor under an old id)."""
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["algorithm"], r["env"], int(r["seed"]), r["framework"]), []).append(r)
+    for key, rs in groups.items():
+        ids = sorted({r["run_id"] for r in rs if r.get("run_id")})
+        if len(ids) > 1:
+            raise ValueError(
+                f"{len(ids)} runs for one cell {key}: {ids}; report one run per algorithm, "
+                "task, seed and framework (pass the study's run ids, see `list`)")
+    return groups
+
+
+def summary_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (algorithm, env, seed, framework): final and best evaluation return, the
+    env steps and training seconds at the last evaluation, evaluations so far."""
+    groups = cell_runs(rows)
     out = []
     for (algo, env, seed, fw), rs in sorted(groups.items()):
         rs = sorted(rs, key=lambda r: int(r["env_steps"]))
@@ -400,11 +419,9 @@ def compare(rows: Iterable[Mapping[str, Any]], ratio: float = 0.9) -> list[dict[
     these tasks can be negative early on; the ratio is then not meaningful (None) and the
     verdict uses the difference against the spread only. ``finished`` is false while a run
     of the cell is still going (the verdict is then provisional)."""
-    rows = list(rows)
     cells: dict[tuple, dict[str, dict[int, list]]] = {}
-    for r in rows:
-        cells.setdefault((r["algorithm"], r["env"]), {}).setdefault(
-            r["framework"], {}).setdefault(int(r["seed"]), []).append(r)
+    for (algo, env, seed, fw), rs in cell_runs(rows).items():
+        cells.setdefault((algo, env), {}).setdefault(fw, {})[seed] = rs
     out = []
     for (algo, env), fws in sorted(cells.items()):
         if not {"ddrl", "sb3"} <= set(fws):
@@ -516,7 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--eval-every-iterations", type=int,
                      help="override checkpoint_every (smoke tests)")
     rep = sub.add_parser("report", help="table, comparison and figure from the curves")
+    rep.add_argument("--config", default=str(CONFIG))
     rep.add_argument("--out", default=str(OUT))
+    rep.add_argument("--all-runs", action="store_true",
+                     help="every run under --out, not only the study's current run ids")
     rep.add_argument("--ddrl-study", help="take ddrl's curves from the main workflow's "
                      "results/<study> (eval_curve.csv) instead of <out>/ddrl")
     rep.add_argument("--md")
@@ -552,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         print(json.dumps({k: v for k, v in summary.items() if k != "spec"}, default=str))
         return 0
-    rows = read_curves(Path(args.out))
+    rows = read_curves(Path(args.out), None if args.all_runs else study_runs(args.config))
     if args.ddrl_study:
         rows = [r for r in rows if r["framework"] != "ddrl"]
         rows += read_study_curves(Path(args.ddrl_study))

@@ -85,9 +85,27 @@ def test_one_protocol_gives_identical_results_through_both_adapters():
     assert a["length_mean"] == pytest.approx(np.mean(lengths)) and a["episodes"] == 3
 
 
-def _rows(fw, seed, points, algo="SAC", env="HopperBulletEnv-v0"):
+def _rows(fw, seed, points, algo="SAC", env="HopperBulletEnv-v0", run_id=None):
     return [{"framework": fw, "algorithm": algo, "env": env, "seed": seed, "env_steps": s,
-             "train_s": s / 100, "return_mean": r, "finished": True} for s, r in points]
+             "train_s": s / 100, "return_mean": r, "finished": True,
+             "run_id": run_id or f"{algo}-{env}-s{seed}"} for s, r in points]
+
+
+def test_two_runs_in_one_cell_are_refused_not_merged(tmp_path):
+    old = _rows("ddrl", 1, [(10_000, 249.0)], algo="PPO", run_id="ppo-old-7a12")
+    new = _rows("ddrl", 1, [(10_000, -1009.0)], algo="PPO", run_id="ppo-new-82e1")
+    with pytest.raises(ValueError, match="2 runs for one cell.*ppo-new-82e1.*ppo-old-7a12"):
+        ll.summary_table(old + new)
+    with pytest.raises(ValueError, match="2 runs for one cell"):
+        ll.compare(old + new + _rows("sb3", 1, [(10_000, 258.0)], algo="PPO"))
+    # On disk, the report reads only the study's run ids unless told otherwise.
+    spec = run_spec("SAC", ENV, seed=1)
+    for run_id in ("ppo-old-7a12", "ppo-new-82e1"):
+        path = tmp_path / "ddrl" / run_id / "curve.csv"
+        path.parent.mkdir(parents=True)
+        ll.Curve(path, "ddrl", spec).add(1000, 1.0, 1.0, {"return_mean": 5.0, "episodes": 1})
+    assert {r["run_id"] for r in ll.read_curves(tmp_path, ["ppo-new-82e1"])} == {"ppo-new-82e1"}
+    assert len({r["run_id"] for r in ll.read_curves(tmp_path)}) == 2
 
 
 def test_summary_table_final_best_and_steps():
