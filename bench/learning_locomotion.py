@@ -433,13 +433,22 @@ def compare(rows: Iterable[Mapping[str, Any]], ratio: float = 0.9) -> list[dict[
         if not at["ddrl"] or not at["sb3"]:
             continue
         d, s = float(np.mean(at["ddrl"])), float(np.mean(at["sb3"]))
+        # Less at the mercy of one evaluation: each framework's mean return over SB3's
+        # evaluation points up to the common env steps (ddrl's curve interpolated there).
+        grid = sorted({int(r["env_steps"]) for rs in fws["sb3"].values() for r in rs
+                       if int(r["env_steps"]) <= common})
+        curve = {fw: float(np.nanmean([np.nanmean([return_at(rs, x) for x in grid])
+                                       for rs in fws[fw].values()]))
+                 for fw in ("ddrl", "sb3")}
         r_ = d / s if s > 0 else None
         spread_low = min(at["sb3"]) if len(at["sb3"]) > 1 else None
         keeps = (r_ is not None and r_ >= ratio) or (spread_low is not None and d >= spread_low)
         done = all(bool(r.get("finished", True)) for fw in ("ddrl", "sb3")
                    for rs in fws[fw].values() for r in rs)
         out.append({"algorithm": algo, "env": env, "env_steps": common, "ddrl": d, "sb3": s,
-                    "ratio": r_, "ddrl_seeds": len(at["ddrl"]), "sb3_seeds": len(at["sb3"]),
+                    "ratio": r_, "ddrl_curve_mean": curve["ddrl"], "sb3_curve_mean": curve["sb3"],
+                    "curve_points": len(grid),
+                    "ddrl_seeds": len(at["ddrl"]), "sb3_seeds": len(at["sb3"]),
                     "keeps_up": bool(keeps), "finished": done})
     return out
 
@@ -454,15 +463,17 @@ def markdown(table: Sequence[Mapping[str, Any]], comparison: Sequence[Mapping[st
             f"{r['final_return']:.1f} | {r['best_return']:.1f} ({r['best_at_steps']:,}) | "
             f"{r['env_steps']:,} | {r['train_s'] / 60:.1f} min | "
             f"{'finished' if r['finished'] else 'partial'} |")
-    lines += ["", "| algorithm | task | at env steps | ddrl | SB3 | ddrl / SB3 | keeps up |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| algorithm | task | at env steps | ddrl | SB3 | ddrl / SB3 | keeps up "
+              "| mean over the curve: ddrl, SB3 (points) |",
+              "|---|---|---|---|---|---|---|---|"]
     for c in comparison:
         ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "n/a"
         verdict = "yes" if c["keeps_up"] else "**no**"
         if not c.get("finished", True):
             verdict = "(runs unfinished)"
         lines.append(f"| {c['algorithm']} | {c['env']} | {c['env_steps']:,} | {c['ddrl']:.1f} | "
-                     f"{c['sb3']:.1f} | {ratio} | {verdict} |")
+                     f"{c['sb3']:.1f} | {ratio} | {verdict} | "
+                     f"{c['ddrl_curve_mean']:.1f}, {c['sb3_curve_mean']:.1f} ({c['curve_points']}) |")
     return "\n".join(lines) + "\n"
 
 

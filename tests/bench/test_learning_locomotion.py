@@ -123,12 +123,14 @@ def test_compare_at_the_common_env_steps():
     (c,) = ll.compare(rows)
     assert c["env_steps"] == 20_000 and c["ddrl"] == pytest.approx(500.0)
     assert c["sb3"] == 1000.0 and c["ratio"] == pytest.approx(0.5) and not c["keeps_up"]
+    # Curve means over SB3's evaluation points up to 20k: ddrl (100 + 500) / 2, SB3 600.
+    assert (c["ddrl_curve_mean"], c["sb3_curve_mean"], c["curve_points"]) == (300.0, 600.0, 2)
     # Two SB3 seeds: inside SB3's seed spread counts as keeping up.
     rows += _rows("sb3", 2, [(10_000, 0.0), (20_000, 400.0)])
     (c,) = ll.compare(rows)
     assert c["sb3"] == pytest.approx(700.0) and c["keeps_up"]
     md = ll.markdown(ll.summary_table(rows), ll.compare(rows))
-    assert "| SAC | HopperBulletEnv-v0 | 20,000 | 500.0 | 700.0 | 0.71 | yes |" in md
+    assert "| SAC | HopperBulletEnv-v0 | 20,000 | 500.0 | 700.0 | 0.71 | yes | 300.0, 400.0 (2) |" in md
     # A cell with a run still going gets no verdict.
     rows[-1]["finished"] = False
     assert "| 0.71 | (runs unfinished) |" in ll.markdown([], ll.compare(rows))
