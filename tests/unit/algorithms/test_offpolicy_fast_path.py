@@ -289,3 +289,22 @@ def test_sac_twin_critics_on_two_threads_give_the_sequential_update():
         # other order (node order is per thread), so equal to float rounding.
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
     assert threaded.fast_step("default_policy").twins.enabled
+
+
+def test_sac_temperature_survives_a_learner_checkpoint(tmp_path):
+    """RLlib's SAC learner state leaves log(alpha) out; a resumed run restarted at
+    initial_alpha (0.5 here) with the old Adam moments. ddrl's learner saves it."""
+    learner, _ = _sac_learner()
+    learner.update_from_transitions(_batch(seed=1, n=4 * N), 4, N)
+    trained = float(learner.curr_log_alpha["default_policy"])
+    assert trained != pytest.approx(float(np.log(0.5)))  # the temperature did move
+    learner.save_to_path(tmp_path / "learner")
+
+    restored, _ = _sac_learner()
+    restored.restore_from_path(tmp_path / "learner")
+    assert float(restored.curr_log_alpha["default_policy"]) == pytest.approx(trained)
+    # Same tensor object as before (the alpha optimiser steps it in place).
+    alpha_opt = dict(restored.get_optimizers_for_module("default_policy"))["alpha"]
+    assert alpha_opt.param_groups[0]["params"][0] is restored.curr_log_alpha["default_policy"]
+    # Weight syncs to env runners ask for the module only and do not carry it.
+    assert "ddrl_log_alpha" not in learner.get_state(components="rl_module")

@@ -33,6 +33,7 @@ from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSA
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner import Learner
+from ray.rllib.core import COMPONENT_OPTIMIZER
 from ray.rllib.core.models.base import Encoder
 from ray.rllib.core.models.configs import MLPEncoderConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -49,6 +50,10 @@ from ddrl.algorithms.offpolicy import (
     polyak_update,
 )
 from ddrl.algorithms.sac import losses
+
+# Learner-state key of each module's log(alpha) (see FastSACTorchLearner.get_state).
+TEMPERATURE_STATE = "ddrl_log_alpha"
+
 
 class ConcatQSACCatalog(SACCatalog):
     """SAC's catalog with MLP Q-networks on ``concat(obs, action)`` (continuous actions)."""
@@ -234,6 +239,25 @@ class FastSACTorchLearner(FastUpdateLearner, SACTorchLearner):
     ``update_from_device_buffer`` (continuous actions)."""
 
     step_class = SACStep
+
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> Dict[str, Any]:
+        # RLlib 2.60's SAC learner keeps log(alpha) outside its module and optimiser state, so
+        # a restored learner restarted from initial_alpha with the old Adam moments. ddrl
+        # saves it with the optimisers (the temperature is trained state, like their moments).
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._check_component(COMPONENT_OPTIMIZER, components, not_components):
+            state[TEMPERATURE_STATE] = {
+                module_id: float(self.curr_log_alpha[module_id].detach().reshape(-1)[0])
+                for module_id in self.module.keys()
+            }
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        super().set_state(state)
+        with torch.no_grad():  # in place: the alpha optimiser holds this tensor
+            for module_id, log_alpha in state.get(TEMPERATURE_STATE, {}).items():
+                self.curr_log_alpha[module_id].fill_(float(log_alpha))
 
     def build(self) -> None:
         super().build()
