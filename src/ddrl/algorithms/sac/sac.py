@@ -31,9 +31,9 @@ import torch.nn.functional as F
 from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
 from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+from ray.rllib.core import COMPONENT_OPTIMIZER
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner import Learner
-from ray.rllib.core import COMPONENT_OPTIMIZER
 from ray.rllib.core.models.base import Encoder
 from ray.rllib.core.models.configs import MLPEncoderConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
