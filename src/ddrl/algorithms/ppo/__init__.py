@@ -33,6 +33,11 @@ PARAMS = {
     "fcnet_hiddens": Param(HIDDENS, [64, 64], "hidden layer sizes (policy and value nets)"),
     "fcnet_activation": Param(ACTIVATION, "tanh", "hidden activation"),
     "vf_share_layers": Param({"type": "boolean"}, False, "share layers between policy and value"),
+    "free_log_std": Param(
+        {"type": "boolean"}, True,
+        "Box actions: the Gaussian's log std is a learned state-independent parameter "
+        "(PPO paper, SB3, CleanRL; starts at std 1); false: the policy net outputs it per "
+        "state (RLlib's default). No effect on discrete actions"),
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
@@ -48,7 +53,11 @@ def build(spec):
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    from ddrl.config.spaces import env_spaces
+
     hp = spec.hyperparameters
+    # RLlib's catalog rejects free_log_std for a categorical head.
+    gaussian = env_spaces(spec.env, spec.env_config)["action"]["type"] == "Box"
     config = apply_run_settings(PPOConfig(), spec)
     config = (
         config.training(
@@ -71,7 +80,8 @@ def build(spec):
         .env_runners(rollout_fragment_length=hp["rollout_fragment_length"])
         .rl_module(
             model_config=DefaultModelConfig(
-                **model_config(hp, vf_share_layers=hp["vf_share_layers"])
+                **model_config(hp, vf_share_layers=hp["vf_share_layers"],
+                               free_log_std=hp["free_log_std"] and gaussian)
             )
         )
     )

@@ -1,0 +1,68 @@
+"""PPO's policy head: ``free_log_std`` (a state-independent learned log std, ddrl's default for
+Box actions since issue #17) versus RLlib's default state-dependent log std."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ddrl.algorithms import get_algorithm
+from ddrl.config.schema import RESOURCES
+from ddrl.runs import RunSpec
+from ddrl.training.train import build_algorithm_config
+
+
+def _spec(env: str, **hp) -> RunSpec:
+    resources = {k: v["default"] for k, v in RESOURCES["properties"].items()}
+    return RunSpec(
+        algorithm="PPO", env=env, seed=3, resources=resources, budget={"env_steps": 1000},
+        hyperparameters=get_algorithm("PPO").resolve(hp),
+        fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1},
+    )
+
+
+def _module(spec: RunSpec):
+    import gymnasium as gym
+
+    env = gym.make(spec.env)
+    module_spec = build_algorithm_config(spec).get_rl_module_spec(env=env)
+    env.close()
+    return module_spec.build()
+
+
+def _log_std(module, obs: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        out = module.forward_inference({"obs": torch.as_tensor(obs)})
+    loc, log_std = out["action_dist_inputs"].chunk(2, dim=-1)
+    return log_std.numpy()
+
+
+def test_free_log_std_is_the_default_and_part_of_the_run_id():
+    assert get_algorithm("PPO").defaults()["free_log_std"] is True
+    assert _spec("Pendulum-v1").run_id != _spec("Pendulum-v1", free_log_std=False).run_id
+
+
+def test_free_log_std_is_one_parameter_starting_at_std_one():
+    module = _module(_spec("Pendulum-v1"))
+    obs = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    log_std = _log_std(module, obs)
+    np.testing.assert_array_equal(log_std, np.zeros_like(log_std))
+    names = [n for n, _ in module.named_parameters() if n.endswith("log_std")]
+    assert len(names) == 1, names
+
+
+def test_rllib_default_log_std_depends_on_the_state():
+    module = _module(_spec("Pendulum-v1", free_log_std=False))
+    obs = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    log_std = _log_std(module, obs)
+    assert np.ptp(log_std[:, 0]) > 0
+    assert not [n for n, _ in module.named_parameters() if n.endswith("log_std")]
+
+
+@pytest.mark.parametrize("free_log_std", [True, False])
+def test_discrete_actions_ignore_free_log_std(free_log_std):
+    module = _module(_spec("CartPole-v1", free_log_std=free_log_std))
+    with torch.no_grad():
+        out = module.forward_inference({"obs": torch.zeros(2, 4)})
+    assert out["action_dist_inputs"].shape == (2, 2)
