@@ -53,6 +53,9 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "bench-locomotion.yaml"
 OUT = Path("/work/locomotion-runs")
 FRAMEWORKS = ("ddrl", "sb3")
+# An earlier ddrl run of a cell (before a fix), shown next to the current one: in the table
+# and the figure, never in the comparison.
+BEFORE = "ddrl before"
 EPISODES = 10
 CURVE_COLUMNS = ["framework", "algorithm", "env", "seed", "run_id", "env_steps", "train_s",
                  "wall_s", "return_mean", "return_std", "return_min", "return_max",
@@ -247,6 +250,9 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
         diffs = ["initialisation: SB3 orthogonal, RLlib its default (normc-like / xavier)",
                  "advantage normalisation: SB3 per minibatch, RLlib over the train batch",
                  "value loss: RLlib clips at vf_clip_param (set huge here), SB3 none"]
+        if not hp["free_log_std"]:
+            diffs.append("log std: ddrl's policy net outputs it per state (free_log_std "
+                         "false); SB3 learns one state-independent parameter")
         if hp["use_kl_loss"]:
             diffs.append("ddrl adds RLlib's adaptive KL penalty; SB3 has none")
         return "PPO", kwargs, diffs
@@ -369,6 +375,16 @@ def read_study_curves(study_root: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_before(root: Path, run_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """ddrl's curves of earlier runs (``<root>/ddrl/<run_id>``), relabelled :data:`BEFORE`."""
+    run_ids = list(run_ids)
+    rows = [r for r in read_curves(root, run_ids) if r["framework"] == "ddrl"]
+    missing = set(run_ids) - {r["run_id"] for r in rows}
+    if missing:
+        raise FileNotFoundError(f"no ddrl curve.csv under {root}/ddrl for {sorted(missing)}")
+    return [{**r, "framework": BEFORE} for r in rows]
+
+
 def cell_runs(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, list[Mapping[str, Any]]]:
     """Rows grouped by (algorithm, env, seed, framework). Raises if a group holds two run ids:
     their curves would be merged into one (e.g. a run and its predecessor under an old id)."""
@@ -477,6 +493,22 @@ def markdown(table: Sequence[Mapping[str, Any]], comparison: Sequence[Mapping[st
     return "\n".join(lines) + "\n"
 
 
+def plot_series(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, list[float]]]:
+    """The figure's lines: (algorithm, env, framework, seed) -> env steps, training seconds
+    and returns, in env-step order; frameworks in :data:`FRAMEWORKS` order, then
+    :data:`BEFORE`."""
+    order = {fw: i for i, fw in enumerate((*FRAMEWORKS, BEFORE))}
+    series: dict[tuple, dict[str, list[float]]] = {}
+    for (algo, env, seed, fw), rs in sorted(cell_runs(rows).items(),
+                                            key=lambda kv: (kv[0][:2], order[kv[0][3]], kv[0][2])):
+        rs = sorted(rs, key=lambda r: int(r["env_steps"]))
+        series[(algo, env, fw, seed)] = {
+            "env_steps": [int(r["env_steps"]) for r in rs],
+            "train_s": [float(r["train_s"]) for r in rs],
+            "return_mean": [float(r["return_mean"]) for r in rs]}
+    return series
+
+
 def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     import matplotlib
 
@@ -487,21 +519,17 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     if not cells:
         return
     fig, axes = plt.subplots(2, len(cells), figsize=(3.6 * len(cells), 6.2), squeeze=False)
-    colors = {"ddrl": "tab:blue", "sb3": "tab:orange"}
+    styles = {"ddrl": ("tab:blue", "o-"), "sb3": ("tab:orange", "o-"),
+              BEFORE: ("tab:gray", "o--")}
+    for (algo, env, fw, seed), line in plot_series(rows).items():
+        j = cells.index((algo, env))
+        color, style = styles[fw]
+        label = f"{fw} s{seed}"
+        axes[0, j].plot([x / 1e3 for x in line["env_steps"]], line["return_mean"], style,
+                        ms=3, color=color, label=label)
+        axes[1, j].plot([t / 60 for t in line["train_s"]], line["return_mean"], style,
+                        ms=3, color=color, label=label)
     for j, (algo, env) in enumerate(cells):
-        for fw in FRAMEWORKS:
-            for seed in sorted({int(r["seed"]) for r in rows}):
-                rs = sorted((r for r in rows if (r["algorithm"], r["env"], r["framework"],
-                                                 int(r["seed"])) == (algo, env, fw, seed)),
-                            key=lambda r: int(r["env_steps"]))
-                if not rs:
-                    continue
-                y = [float(r["return_mean"]) for r in rs]
-                label = f"{fw} s{seed}"
-                axes[0, j].plot([int(r["env_steps"]) / 1e3 for r in rs], y, "o-", ms=3,
-                                color=colors[fw], label=label)
-                axes[1, j].plot([float(r["train_s"]) / 60 for r in rs], y, "o-", ms=3,
-                                color=colors[fw], label=label)
         axes[0, j].set_title(f"{algo} {env.replace('BulletEnv-v0', '')}", fontsize=9)
         axes[0, j].set_xlabel("env steps (k)", fontsize=8)
         axes[1, j].set_xlabel("training time (min, nice 19, shared)", fontsize=8)
@@ -510,7 +538,9 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
             ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("eval return (10 det. episodes)", fontsize=8)
     axes[1, 0].set_ylabel("eval return (10 det. episodes)", fontsize=8)
-    axes[0, 0].legend(fontsize=7)
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -550,6 +580,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="every run under --out, not only the study's current run ids")
     rep.add_argument("--ddrl-study", help="take ddrl's curves from the main workflow's "
                      "results/<study> (eval_curve.csv) instead of <out>/ddrl")
+    rep.add_argument("--before", action="append", default=[], metavar="RUN_ID",
+                     help="an earlier ddrl run under <out>/ddrl (before a fix) to show as "
+                     f"{BEFORE!r} in the table and figure, not in the comparison (repeatable)")
     rep.add_argument("--md")
     rep.add_argument("--csv", help="all evaluation points (the figure's source data)")
     rep.add_argument("--png")
@@ -587,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ddrl_study:
         rows = [r for r in rows if r["framework"] != "ddrl"]
         rows += read_study_curves(Path(args.ddrl_study))
+    rows += read_before(Path(args.out), args.before)
     table, comp = summary_table(rows), compare(rows)
     text = markdown(table, comp)
     print(text)

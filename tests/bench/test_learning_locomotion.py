@@ -150,3 +150,28 @@ def test_curve_is_written_after_each_evaluation_and_reread(tmp_path):
     assert [(r["framework"], r["run_id"], r["env_steps"], r["return_mean"]) for r in rows] == [
         ("sb3", "run-1", 1000, 1.0), ("sb3", "run-1", 2000, 3.0)]
     assert not rows[0]["finished"]  # no summary.json yet
+
+
+def test_a_run_before_a_fix_is_shown_but_not_compared(tmp_path):
+    spec = run_spec("PPO", ENV, seed=1)
+    for fw, run_id, ret in (("ddrl", "ppo-new", 900.0), ("ddrl", "ppo-old", 300.0),
+                            ("sb3", "ppo-new", 1000.0)):
+        path = tmp_path / fw / run_id / "curve.csv"
+        path.parent.mkdir(parents=True)
+        curve = ll.Curve(path, fw, spec)
+        curve.add(1000, 1.0, 1.0, {"return_mean": ret / 2, "episodes": 1})
+        curve.add(2000, 2.0, 2.0, {"return_mean": ret, "episodes": 1})
+    rows = ll.read_curves(tmp_path, ["ppo-new"]) + ll.read_before(tmp_path, ["ppo-old"])
+    table = {r["framework"]: r["final_return"] for r in ll.summary_table(rows)}
+    assert table == {"ddrl": 900.0, ll.BEFORE: 300.0, "sb3": 1000.0}
+    (c,) = ll.compare(rows)
+    assert (c["ddrl"], c["sb3"]) == (900.0, 1000.0)
+    series = ll.plot_series(rows)
+    assert [k[2] for k in series] == ["ddrl", "sb3", ll.BEFORE]
+    assert series[("PPO", ENV, ll.BEFORE, 1)]["return_mean"] == [150.0, 300.0]
+    assert series[("PPO", ENV, "ddrl", 1)]["env_steps"] == [1000, 2000]
+    with pytest.raises(FileNotFoundError, match="ppo-gone"):
+        ll.read_before(tmp_path, ["ppo-gone"])
+    png = tmp_path / "fig.png"
+    ll.plot(rows, png)
+    assert png.stat().st_size > 0
