@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddrl.envs import rllib_env_id
+from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
 from ddrl.runs import return_window
 
@@ -34,6 +35,12 @@ def apply_run_settings(config: Any, spec: RunSpec) -> Any:
         # explicitly (ddrl.training.stop), 100 (RLlib's default) when unset.
         .reporting(metrics_num_episodes_for_smoothing=return_window(spec.budget))
     )
+    if spec.fault_tolerance.get("store_buffer_in_checkpoints"):
+        if not hasattr(config, "store_buffer_in_checkpoints"):
+            raise ConfigError(
+                f"fault_tolerance.store_buffer_in_checkpoints: {spec.algorithm} has no replay "
+                "buffer to checkpoint (SAC and TD3 have); remove the setting for this run")
+        config = config.training(store_buffer_in_checkpoints=True)
     return config
 
 

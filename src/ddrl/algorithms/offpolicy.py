@@ -105,6 +105,9 @@ class TransitionReplayConfig(SACConfig):
         self.replay_on_learner: Optional[bool] = None
         # Record each update step as a CUDA graph and replay it (None: on a GPU learner).
         self.learner_graph_capture: Optional[bool] = None
+        # Save the replay buffer in checkpoints (RLlib's name; its own option works on the
+        # old API stack only).
+        self.store_buffer_in_checkpoints = False
         self.replay_buffer_config = {"type": FAST_BUFFER, "capacity": 1_000_000}
         self.rollout_fragment_length = 64
         self.min_time_s_per_iteration = 0
@@ -119,6 +122,7 @@ class TransitionReplayConfig(SACConfig):
         sample_while_learning: Optional[bool] = NotProvided,
         replay_on_learner: Optional[bool] = NotProvided,
         learner_graph_capture: Optional[bool] = NotProvided,
+        store_buffer_in_checkpoints: Optional[bool] = NotProvided,
         **kwargs: Any,
     ) -> "TransitionReplayConfig":
         """The loop's settings, plus everything ``SACConfig.training`` takes.
@@ -135,6 +139,8 @@ class TransitionReplayConfig(SACConfig):
                 the learner has a GPU).
             learner_graph_capture: capture each update step as a CUDA graph (None: on a GPU
                 learner; ignored on CPU).
+            store_buffer_in_checkpoints: save the replay buffer (and the fractional update
+                carried over) in every checkpoint, so a resumed run keeps its transitions.
         """
         super().training(**kwargs)
         for name, value in [
@@ -144,6 +150,7 @@ class TransitionReplayConfig(SACConfig):
             ("sample_while_learning", sample_while_learning),
             ("replay_on_learner", replay_on_learner),
             ("learner_graph_capture", learner_graph_capture),
+            ("store_buffer_in_checkpoints", store_buffer_in_checkpoints),
         ]:
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -157,7 +164,9 @@ class TransitionReplayConfig(SACConfig):
     def replay_buffer_on_learner(self) -> bool:
         """Whether the transitions live in the learner's :class:`DeviceReplayBuffer`."""
         if self.replay_on_learner is None:
-            return bool(self.num_gpus_per_learner)
+            # The device buffer is not checkpointed: a GPU run that stores its buffer keeps
+            # it on the host.
+            return bool(self.num_gpus_per_learner) and not self.store_buffer_in_checkpoints
         return bool(self.replay_on_learner)
 
     @property
@@ -192,6 +201,11 @@ class TransitionReplayConfig(SACConfig):
                 f"the {FAST_BUFFER} stores one-step transitions; `n_step` must be 1, got "
                 f"{self.n_step} (use an EpisodeReplayBuffer for n-step returns)"
             )
+        if self.store_buffer_in_checkpoints and self.replay_buffer_on_learner:
+            self._value_error(
+                "`store_buffer_in_checkpoints` saves the host replay buffer, but "
+                "`replay_on_learner: true` keeps the transitions in the learner's device "
+                "buffer, which is not checkpointed; set one of them to false")
         if self.num_learners > 1:
             self._value_error(
                 f"the {FAST_BUFFER} path trains on a single learner (local or remote, CPU or "
@@ -398,6 +412,10 @@ def minibatch_tensors(data: Any, num_updates: int, batch_size: int,
     return t
 
 
+# The algorithm state's key for the replay buffer (with `store_buffer_in_checkpoints`).
+REPLAY_BUFFER_STATE = "ddrl_replay_buffer"
+
+
 class TransitionReplayAlgorithm(SAC):
     """SAC's algorithm class with the transition-buffer training step (module docstring)."""
 
@@ -412,6 +430,25 @@ class TransitionReplayAlgorithm(SAC):
     def setup(self, config: Any) -> None:
         super().setup(config)
         self._update_debt = 0.0  # fractional updates carried to the next training step
+
+    # -- checkpoints: the replay buffer, when asked for -------------------------------------
+    # RLlib's new API stack never checkpoints the buffer (its `store_buffer_in_checkpoints`
+    # works on the old stack only); a resumed off-policy run would relearn from an empty one.
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  **kwargs: Any) -> Dict[str, Any]:
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if (self.config.store_buffer_in_checkpoints
+                and self._check_component(REPLAY_BUFFER_STATE, components, not_components)):
+            state[REPLAY_BUFFER_STATE] = {"buffer": self.local_replay_buffer.get_state(),
+                                          "update_debt": self._update_debt}
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        super().set_state(state)
+        saved = state.get(REPLAY_BUFFER_STATE)
+        if saved is not None and self.config.store_buffer_in_checkpoints:
+            self.local_replay_buffer.set_state(saved["buffer"])
+            self._update_debt = float(saved["update_debt"])
 
     # -- hooks for subclasses -----------------------------------------------------------
     def _before_updates(self) -> None:
@@ -486,7 +523,7 @@ class TransitionReplayAlgorithm(SAC):
             self._log_updates(0)
             return
         self._before_updates()
-        # The buffer is not checkpointed (like RLlib's SAC default): after a resume, refill
+        # Unless store_buffer_in_checkpoints, a resumed run starts with an empty buffer: refill
         # it to one minibatch before training again.
         if len(self.local_replay_buffer) < cfg.train_batch_size_per_learner:
             self._log_updates(0)

@@ -42,6 +42,10 @@ class RunDefaults:
                  env_config: Mapping[str, Any] | None = None) -> RunSpec:
         """A run of this study; ``checkpoint_every`` of an experiment or search overrides the
         study's. ``hyperparameters`` must be resolved (every parameter of the algorithm)."""
+        fault_tolerance = dict(self.fault_tolerance)
+        if "replay_buffer_capacity" not in hyperparameters:
+            # No replay buffer (PPO): the setting changes nothing, so it stays out of the id.
+            fault_tolerance.pop("store_buffer_in_checkpoints", None)
         return RunSpec(
             algorithm=algorithm,
             env=env,
@@ -51,6 +55,6 @@ class RunDefaults:
             hyperparameters=hyperparameters,
             checkpoint_every=self.checkpoint_every if checkpoint_every is None else checkpoint_every,
             env_config=dict(env_config or {}),
-            fault_tolerance=dict(self.fault_tolerance),
+            fault_tolerance=fault_tolerance,
             on_missing_gpu=self.on_missing_gpu,
         )
