@@ -308,3 +308,23 @@ def test_sac_temperature_survives_a_learner_checkpoint(tmp_path):
     assert alpha_opt.param_groups[0]["params"][0] is restored.curr_log_alpha["default_policy"]
     # Weight syncs to env runners ask for the module only and do not carry it.
     assert "ddrl_log_alpha" not in learner.get_state(components="rl_module")
+
+
+@pytest.mark.parametrize("algo", ["SAC", "TD3"])
+def test_target_updates_leave_no_autograd_history(algo):
+    """The Polyak step is not recorded by autograd: recorded, every update chained a node onto
+    the target networks' history (never freed; ~8 KB per SAC update, 7.6 GB in a 75k-step
+    Hopper run of issue #17)."""
+    if algo == "SAC":
+        learner = _sac_learner()[0]
+    else:
+        learner = (TD3Config().environment(observation_space=SPACES[0], action_space=SPACES[1])
+                   .training(actor_hiddens=[8], critic_hiddens=[8], policy_delay=1,
+                             num_steps_sampled_before_learning_starts=0)
+                   .build_learner(spaces={"default_policy": SPACES}))
+    module = learner.module["default_policy"].unwrapped()
+    targets = [p for _, target in module.get_target_network_pairs() for p in target.parameters()]
+    before = [p.detach().clone() for p in targets]
+    learner.update_from_transitions(_batch(n=4 * N), 4, N)
+    assert any(not torch.equal(a, b) for a, b in zip(before, targets))  # they did move
+    assert all(p.grad_fn is None and not p.requires_grad for p in targets)
