@@ -378,10 +378,10 @@ def read_study_curves(study_root: Path) -> list[dict[str, Any]]:
 def read_before(root: Path, run_ids: Iterable[str]) -> list[dict[str, Any]]:
     """ddrl's curves of earlier runs (``<root>/ddrl/<run_id>``), relabelled :data:`BEFORE`."""
     run_ids = list(run_ids)
-    rows = [r for r in read_curves(root, run_ids) if r["framework"] == "ddrl"]
-    missing = set(run_ids) - {r["run_id"] for r in rows}
+    missing = [rid for rid in run_ids if not (Path(root) / "ddrl" / rid / "curve.csv").exists()]
     if missing:
         raise FileNotFoundError(f"no ddrl curve.csv under {root}/ddrl for {sorted(missing)}")
+    rows = [r for r in read_curves(root, run_ids) if r["framework"] == "ddrl"]
     return [{**r, "framework": BEFORE} for r in rows]
 
 
