@@ -66,3 +66,26 @@ def test_discrete_actions_ignore_free_log_std(free_log_std):
     with torch.no_grad():
         out = module.forward_inference({"obs": torch.zeros(2, 4)})
     assert out["action_dist_inputs"].shape == (2, 2)
+
+
+def test_the_free_log_std_head_traces_at_any_batch_size():
+    """ddrl's export traces the policy (torch.jit.trace); RLlib's own free-log-std head
+    records its batch size as a constant there."""
+    module = _module(_spec("Pendulum-v1"))
+    head = module.pi
+
+    class DistInputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+
+        def forward(self, obs):
+            return self.module.forward_inference({"obs": obs})["action_dist_inputs"]
+
+    dist_inputs = DistInputs()
+    with torch.no_grad():
+        traced = torch.jit.trace(dist_inputs, torch.randn(8, 3), check_trace=False)
+        for n in (1, 33):
+            obs = torch.randn(n, 3)
+            torch.testing.assert_close(traced(obs), dist_inputs(obs))
+    assert type(head).__name__ == "TraceableFreeLogStdHead"

@@ -51,7 +51,13 @@ PARAMS = {
 
 def build(spec):
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
+        DefaultPPOTorchRLModule,
+    )
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from ddrl.algorithms.ppo.catalog import TraceablePPOCatalog
 
     from ddrl.config.spaces import env_spaces
 
@@ -82,7 +88,9 @@ def build(spec):
             model_config=DefaultModelConfig(
                 **model_config(hp, vf_share_layers=hp["vf_share_layers"],
                                free_log_std=hp["free_log_std"] and gaussian)
-            )
+            ),
+            rl_module_spec=RLModuleSpec(module_class=DefaultPPOTorchRLModule,
+                                        catalog_class=TraceablePPOCatalog),
         )
     )
     if hp["lean_learner"]:
