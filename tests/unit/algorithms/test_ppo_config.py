@@ -1,5 +1,5 @@
-"""PPO's policy head: ``free_log_std`` (a state-independent learned log std, ddrl's default for
-Box actions since issue #17) versus RLlib's default state-dependent log std."""
+"""PPO's policy head: ``free_log_std`` (a state-independent learned log std, what issue #17's
+locomotion study sets) versus RLlib's default state-dependent log std (ddrl's default)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ def _log_std(module, obs: np.ndarray) -> np.ndarray:
     return log_std.numpy()
 
 
-def test_free_log_std_is_the_default_and_part_of_the_run_id():
-    assert get_algorithm("PPO").defaults()["free_log_std"] is True
-    assert _spec("Pendulum-v1").run_id != _spec("Pendulum-v1", free_log_std=False).run_id
+def test_free_log_std_is_off_by_default_and_part_of_the_run_id():
+    assert get_algorithm("PPO").defaults()["free_log_std"] is False
+    assert _spec("Pendulum-v1").run_id != _spec("Pendulum-v1", free_log_std=True).run_id
 
 
 def test_free_log_std_is_one_parameter_starting_at_std_one():
-    module = _module(_spec("Pendulum-v1"))
+    module = _module(_spec("Pendulum-v1", free_log_std=True))
     obs = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
     log_std = _log_std(module, obs)
     np.testing.assert_array_equal(log_std, np.zeros_like(log_std))
@@ -71,7 +71,7 @@ def test_discrete_actions_ignore_free_log_std(free_log_std):
 def test_the_free_log_std_head_traces_at_any_batch_size():
     """ddrl's export traces the policy (torch.jit.trace); RLlib's own free-log-std head
     records its batch size as a constant there."""
-    module = _module(_spec("Pendulum-v1"))
+    module = _module(_spec("Pendulum-v1", free_log_std=True))
     head = module.pi
 
     class DistInputs(torch.nn.Module):

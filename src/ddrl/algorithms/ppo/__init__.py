@@ -34,10 +34,11 @@ PARAMS = {
     "fcnet_activation": Param(ACTIVATION, "tanh", "hidden activation"),
     "vf_share_layers": Param({"type": "boolean"}, False, "share layers between policy and value"),
     "free_log_std": Param(
-        {"type": "boolean"}, True,
-        "Box actions: the Gaussian's log std is a learned state-independent parameter "
-        "(PPO paper, SB3, CleanRL; starts at std 1); false: the policy net outputs it per "
-        "state (RLlib's default). No effect on discrete actions"),
+        {"type": "boolean"}, False,
+        "Box actions: true learns the Gaussian's log std as one state-independent parameter "
+        "(PPO paper, SB3, CleanRL; starts at std 1; much better on Bullet HalfCheetah, "
+        "docs/benchmarks.md); false (RLlib's default): the policy net outputs it per state. "
+        "No effect on discrete actions"),
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
