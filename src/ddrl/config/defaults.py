@@ -43,8 +43,9 @@ class RunDefaults:
         """A run of this study; ``checkpoint_every`` of an experiment or search overrides the
         study's. ``hyperparameters`` must be resolved (every parameter of the algorithm)."""
         fault_tolerance = dict(self.fault_tolerance)
-        if "replay_buffer_capacity" not in hyperparameters:
-            # No replay buffer (PPO): the setting changes nothing, so it stays out of the id.
+        if (not fault_tolerance.get("store_buffer_in_checkpoints")
+                or "replay_buffer_capacity" not in hyperparameters):
+            # Off, or no replay buffer (PPO): it changes nothing, so it stays out of the id.
             fault_tolerance.pop("store_buffer_in_checkpoints", None)
         return RunSpec(
             algorithm=algorithm,

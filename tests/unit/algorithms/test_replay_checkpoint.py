@@ -107,3 +107,6 @@ def test_a_study_setting_reaches_off_policy_runs_only():
     plain = {**config, "fault_tolerance": {}}
     ids = {s.algorithm: s.run_id for s in Study.from_config(plain).runs.values()}
     assert {s.algorithm: s.run_id for s in runs}["PPO"] == ids["PPO"]
+    # Stated off, it is the default: the same run ids.
+    off = {**config, "fault_tolerance": {"store_buffer_in_checkpoints": False}}
+    assert {s.algorithm: s.run_id for s in Study.from_config(off).runs.values()} == ids

@@ -59,12 +59,12 @@ def build(spec):
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from ddrl.algorithms.ppo.catalog import TraceablePPOCatalog
-
     from ddrl.config.spaces import env_spaces
 
     hp = spec.hyperparameters
-    # RLlib's catalog rejects free_log_std for a categorical head.
-    gaussian = env_spaces(spec.env, spec.env_config)["action"]["type"] == "Box"
+    # RLlib's catalog rejects free_log_std for a categorical head (spaces read only if asked).
+    free_log_std = (hp["free_log_std"]
+                    and env_spaces(spec.env, spec.env_config)["action"]["type"] == "Box")
     config = apply_run_settings(PPOConfig(), spec)
     config = (
         config.training(
@@ -88,7 +88,7 @@ def build(spec):
         .rl_module(
             model_config=DefaultModelConfig(
                 **model_config(hp, vf_share_layers=hp["vf_share_layers"],
-                               free_log_std=hp["free_log_std"] and gaussian)
+                               free_log_std=free_log_std)
             ),
             rl_module_spec=RLModuleSpec(module_class=DefaultPPOTorchRLModule,
                                         catalog_class=TraceablePPOCatalog),
