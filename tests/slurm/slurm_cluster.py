@@ -13,6 +13,7 @@ Needs root and Debian's ``slurm-wlm`` (``slurmctld``, ``slurmd``, ``sbatch``...)
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,6 +36,9 @@ BINARIES = ("slurmctld", "slurmd", "sbatch", "srun", "squeue", "scontrol", "sinf
 # Private addresses for the two test nodes (created and removed by the tests).
 HOST_ADDR, NS_ADDR, PREFIX = "10.231.76.1", "10.231.76.2", 24
 PARTITION = "ddrltest"
+# Namespace names end in the test process's pid (interface names "<netns>a/b" stay under
+# Linux's 15 characters), so leftovers of a killed test process can be told apart and removed.
+NETNS_PREFIX = "ddrl"
 
 
 def unavailable_reason() -> str | None:
@@ -69,7 +73,7 @@ class SlurmTestCluster:
     # 2-node training jobs and the light jobs can run side by side on a 2-core machine.
     cpus: int = field(default_factory=lambda: 2 * (os.cpu_count() or 2))
     mem_mb: int = field(default_factory=_mem_mb)
-    netns: str = field(default_factory=lambda: f"ddrl{os.getpid() % 100000}")
+    netns: str = field(default_factory=lambda: f"{NETNS_PREFIX}{os.getpid()}")
     pids: dict[str, int] = field(default_factory=dict)
     nodes: tuple[str, ...] = ("n1", "n2")
 
@@ -154,6 +158,11 @@ class SlurmTestCluster:
         return f"{dev}/gpu[0-{GPUS_PER_NODE - 1}]"
 
     def _network_up(self) -> None:
+        remove_stale_namespaces()
+        holders = _interfaces_holding(HOST_ADDR)
+        if holders:
+            raise RuntimeError(f"{HOST_ADDR} is already on interface(s) {holders}: another test "
+                               "Slurm cluster is running here; the tests need it to themselves")
         a, b = self.veth
         _run("ip", "netns", "add", self.netns)
         _run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
@@ -228,6 +237,34 @@ class SlurmTestCluster:
                 conf.unlink()
         _run("ip", "link", "del", self.veth[0], check=False)
         _run("ip", "netns", "del", self.netns, check=False)
+
+
+def _interfaces_holding(addr: str) -> list[str]:
+    out = _run("ip", "-o", "-4", "addr", "show", check=False).stdout
+    return [line.split()[1] for line in out.splitlines() if f" {addr}/" in line]
+
+
+def remove_stale_namespaces() -> list[str]:
+    """Remove the namespaces (and the daemons in them) of test processes that no longer run.
+
+    A test process killed before its tear-down leaves its namespace and veth behind, still
+    holding :data:`HOST_ADDR`; the next cluster's second node then cannot reach slurmctld.
+    """
+    removed = []
+    for line in _run("ip", "netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        match = re.fullmatch(rf"{NETNS_PREFIX}(\d+)", name)
+        if not match or int(match.group(1)) == os.getpid() or Path(f"/proc/{match.group(1)}").exists():
+            continue
+        for pid in _run("ip", "netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _run("ip", "link", "del", f"{name}a", check=False)
+        _run("ip", "netns", "del", name, check=False)
+        removed.append(name)
+    return removed
 
 
 def start_cluster(root: str | Path | None = None) -> SlurmTestCluster:
