@@ -51,6 +51,10 @@ def test_sb3_settings_match_the_spec(runs):
     spec = run_spec("SAC", ENV, 1, {"actor_lr": 1e-3})
     with pytest.raises(ValueError, match="one learning rate"):
         ll.sb3_settings(spec)
+    # The critic loss is listed as a difference only while ddrl's differs from SB3's.
+    huber = ll.sb3_settings(run_spec("SAC", ENV, 1, {}))[2]
+    mse = ll.sb3_settings(run_spec("SAC", ENV, 1, {"critic_loss": "mse"}))[2]
+    assert any("Huber" in d for d in huber) and not any("Huber" in d for d in mse)
 
 
 class _SB3Like:

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ddrl.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class Param:
-    """One hyperparameter: its JSON-schema type, default and a one-line help text."""
+    """One hyperparameter: its JSON-schema type, default and a one-line help text.
+
+    ``implicit_default``: a setting added after runs existed, whose default is what those runs
+    did. At its default it stays out of resolved hyperparameters (so out of run specs and run
+    ids: existing results stay valid); builders read it with :meth:`AlgorithmSpec.setting`.
+    """
 
     schema: dict[str, Any]
     default: Any
     help: str
+    implicit_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,13 @@ class AlgorithmSpec:
                 f"unknown {self.name} hyperparameter(s) {unknown}; "
                 f"{self.name} accepts: {', '.join(sorted(self.params))}"
             )
-        return {**self.defaults(), **overrides}
+        resolved = {**self.defaults(), **overrides}
+        return {name: value for name, value in resolved.items()
+                if not (self.params[name].implicit_default and value == self.params[name].default)}
+
+    def setting(self, hyperparameters: Mapping[str, Any], name: str) -> Any:
+        """``hyperparameters[name]``, or the parameter's default where resolution left it out."""
+        return hyperparameters[name] if name in hyperparameters else self.params[name].default
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {}

@@ -58,6 +58,10 @@ def _offpolicy(algo: str, hp: Mapping[str, Any], budget: Mapping[str, Any]) -> l
         errors.append(f"{algo}.n_step={hp['n_step']} with replay_buffer_type="
                       "TransitionReplayBuffer (one-step transitions); allowed: n_step: 1, or "
                       "replay_buffer_type: EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer")
+    if hp.get("critic_loss", "huber") != "huber" and hp["replay_buffer_type"] != "TransitionReplayBuffer":
+        errors.append(f"{algo}.critic_loss={hp['critic_loss']} with replay_buffer_type="
+                      f"{hp['replay_buffer_type']} (RLlib's training step, its own Huber loss); "
+                      "allowed: critic_loss: huber, or replay_buffer_type: TransitionReplayBuffer")
     if hp.get("target_noise_clip") is not None and hp["target_noise_clip"] == 0 \
             and hp.get("target_noise", 0) > 0:
         errors.append(f"{algo}.target_noise={hp['target_noise']} with target_noise_clip=0 "

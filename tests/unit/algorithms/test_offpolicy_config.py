@@ -23,6 +23,9 @@ def _sac(**training) -> FastSACConfig:
     ({"grad_clip": 1.0}, "`grad_clip` is not applied"),
     ({"replay_buffer_config": {"type": "ReservoirBuffer"}}, "'ReservoirBuffer' is not supported"),
     ({"lr": 1e-3}, "set `lr` to None"),
+    ({"critic_loss": "l1"}, "`critic_loss` must be one of"),
+    ({"critic_loss": "mse", "replay_buffer_config": {"type": "EpisodeReplayBuffer"}},
+     "applied by the TransitionReplayBuffer path only"),
 ])
 def test_fast_sac_refuses_settings_its_loop_cannot_honour(training, message):
     with pytest.raises(ValueError, match=message):
@@ -81,3 +84,16 @@ def test_fast_sac_refuses_discrete_actions_with_a_named_error():
     with ray_session(num_cpus=1):
         with pytest.raises(ValueError, match=r"trains continuous \(Box\) actions.*Discrete\(2\)"):
             build_algorithm_config(spec).build_algo()
+
+
+def test_sac_critic_loss_default_leaves_run_ids_alone():
+    # critic_loss came after SAC runs existed: at its default (huber, what they trained
+    # with) it is left out of the spec, so their run ids and results stay valid.
+    default = run_spec("SAC", "Pendulum-v1", 0, {})
+    explicit = run_spec("SAC", "Pendulum-v1", 0, {"critic_loss": "huber"})
+    mse = run_spec("SAC", "Pendulum-v1", 0, {"critic_loss": "mse"})
+    assert "critic_loss" not in default.hyperparameters
+    assert explicit.run_id == default.run_id
+    assert mse.run_id != default.run_id and mse.hyperparameters["critic_loss"] == "mse"
+    assert build_algorithm_config(default).critic_loss == "huber"
+    assert build_algorithm_config(mse).critic_loss == "mse"

@@ -45,7 +45,8 @@ def _batch(seed=0, n=N):
     return random_transitions(n, OBS_DIM, ACT_DIM, seed)
 
 
-def _reference_sac_update(module, log_alpha, target_entropy, batch, lrs, gamma, tau):
+def _reference_sac_update(module, log_alpha, target_entropy, batch, lrs, gamma, tau,
+                          critic_loss="huber"):
     """One SAC update the way ddrl computed it before the fast path: RLlib's module API
     (encoders, heads, ``forward_target``) and its ``TorchSquashedGaussian``, torch's default
     (per-parameter) Adam with RLlib's eps."""
@@ -72,7 +73,7 @@ def _reference_sac_update(module, log_alpha, target_entropy, batch, lrs, gamma, 
         next_q = module.forward_target({Columns.OBS: b["next_obs"], Columns.ACTIONS: next_actions})
         target = sac_losses.critic_targets(b["rewards"], b["terminateds"], next_q, next_logp,
                                            alpha, gamma)
-    critic_loss = sac_losses.critic_loss(q_values(b["obs"], b["actions"]), target)
+    critic_loss = sac_losses.critic_loss(q_values(b["obs"], b["actions"]), target, critic_loss)
     critic_loss.backward()
     for opt in q_opts:
         opt.step()
@@ -91,16 +92,24 @@ def _reference_sac_update(module, log_alpha, target_entropy, batch, lrs, gamma, 
     return float(critic_loss) / 2, float(actor_loss)
 
 
-def test_sac_fast_update_matches_rllibs_module_and_distribution_code():
-    learner, module = _sac_learner()
+@pytest.mark.parametrize("critic_loss", ["huber", "mse"])
+def test_sac_fast_update_matches_rllibs_module_and_distribution_code(critic_loss):
+    learner, module = _sac_learner(critic_loss=critic_loss)
     ref_module = copy.deepcopy(module)
     ref_log_alpha = learner.curr_log_alpha["default_policy"].detach().clone().requires_grad_(True)
     target_entropy = learner.target_entropy["default_policy"]
     batch = _batch()
+    batch["rewards"] = batch["rewards"] * 10  # TD errors beyond 1: the two losses differ there
+    other = "mse" if critic_loss == "huber" else "huber"
+    other_critic, _ = _reference_sac_update(copy.deepcopy(module), ref_log_alpha.detach().clone()
+                                            .requires_grad_(True), target_entropy, batch,
+                                            (1e-2, 2e-2, 3e-2), 0.9, 0.05, other)
 
     torch.manual_seed(11)
     ref_critic, ref_actor = _reference_sac_update(ref_module, ref_log_alpha, target_entropy,
-                                                  batch, (1e-2, 2e-2, 3e-2), 0.9, 0.05)
+                                                  batch, (1e-2, 2e-2, 3e-2), 0.9, 0.05,
+                                                  critic_loss)
+    assert abs(ref_critic - other_critic) > 0.1 * abs(ref_critic)
     torch.manual_seed(11)  # the same random stream: next actions first, then new actions
     stats = learner.update_from_transitions(batch, num_updates=1, batch_size=N)
 

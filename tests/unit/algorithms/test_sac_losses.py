@@ -47,6 +47,24 @@ def test_critic_loss_is_the_sum_of_each_critics_mean_huber_loss():
     assert float(single) == pytest.approx(np.mean([_huber(q - y) for q, y in zip(q1, targets)]))
 
 
+def test_mse_critic_loss_is_half_the_squared_error_unclipped():
+    targets = [0.0, 1.0, -2.0, 3.0]
+    q1 = [0.5, 3.0, -2.0, 1.0]
+    q2 = [0.0, 1.25, -4.5, 3.0]
+    got = losses.critic_loss([_t(q1), _t(q2)], _t(targets), "mse")
+    ref = sum(np.mean([0.5 * (q - y) ** 2 for q, y in zip(qs, targets)]) for qs in (q1, q2))
+    assert float(got) == pytest.approx(ref)
+    # Inside |error| <= 1 both losses agree; outside, only the squared error keeps growing.
+    small = [0.5, 0.75, -2.0, 3.0]
+    assert float(losses.critic_loss([_t(small)], _t(targets), "mse")) == pytest.approx(
+        float(losses.critic_loss([_t(small)], _t(targets), "huber")))
+    q = _t([5.0], torch.float32).requires_grad_()
+    losses.critic_loss([q], _t([0.0]), "mse").backward()
+    assert float(q.grad) == pytest.approx(5.0)  # Huber's would be 1
+    with pytest.raises(ValueError, match="critic_loss must be one of"):
+        losses.critic_loss([_t(q1)], _t(targets), "l1")
+
+
 def test_actor_loss_uses_the_smaller_critic():
     logp = [-1.0, 0.0, 2.0]
     q1, q2 = [1.0, 5.0, -3.0], [2.0, 4.0, -1.0]

@@ -31,6 +31,11 @@ PARAMS = {
     "initial_alpha": Param(POS_FLOAT, 1.0, "initial entropy temperature"),
     "target_entropy": Param({"oneOf": [{"const": "auto"}, {"type": "number"}]}, "auto", "entropy target"),
     "twin_q": Param({"type": "boolean"}, True, "clipped double-Q"),
+    "critic_loss": Param(
+        {"enum": ["huber", "mse"]}, "huber",
+        "critic regression: huber (delta 1; RLlib's and the thesis's RLlib 1.x) or mse "
+        "(0.5 x squared error: the SAC paper's and Stable-Baselines3's)",
+        implicit_default=True),
     "n_step": Param(POS_INT, 1, "n-step returns (> 1 needs an RLlib episode buffer)"),
     **offpolicy_params(),
     "fcnet_hiddens": Param(HIDDENS, [256, 256], "encoder hidden sizes (policy and Q)"),
@@ -57,6 +62,7 @@ def build(spec):
             target_entropy=hp["target_entropy"],
             twin_q=hp["twin_q"],
             n_step=hp["n_step"],
+            critic_loss=SPEC.setting(hp, "critic_loss"),
         )
         .rl_module(
             model_config=DefaultModelConfig(

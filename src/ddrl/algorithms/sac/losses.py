@@ -1,5 +1,6 @@
 """SAC loss maths (Haarnoja et al. 2018, arXiv:1812.05905) in plain torch, as RLlib 2.60 computes
-them: Huber critic regression, the reparameterised actor objective, and the temperature loss.
+them: Huber critic regression (or the paper's squared error), the reparameterised actor
+objective, and the temperature loss.
 
 Pure functions of tensors: the learner (:mod:`ddrl.algorithms.sac.sac`) feeds them the
 networks' outputs, and the unit tests check them against hand-written references.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 
 HUBER = torch.nn.HuberLoss(delta=1.0)
 
@@ -26,9 +28,24 @@ def critic_targets(rewards: torch.Tensor, terminateds: torch.Tensor, next_q: tor
     return rewards + discount * alive * (next_q - alpha * next_logp)
 
 
-def critic_loss(qs: Sequence[torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
-    """Sum over the critics of the Huber loss (delta 1) between Q(s, a) and the targets."""
-    return sum(HUBER(q, targets) for q in qs)
+# The critic regression losses ``critic_loss`` accepts.
+HUBER_LOSS, SQUARED_LOSS = "huber", "mse"
+CRITIC_LOSSES = (HUBER_LOSS, SQUARED_LOSS)
+
+
+def critic_loss(qs: Sequence[torch.Tensor], targets: torch.Tensor,
+                kind: str = HUBER_LOSS) -> torch.Tensor:
+    """Sum over the critics of the regression loss between Q(s, a) and the targets.
+
+    ``huber``: Huber loss with delta 1 (RLlib's, and RLlib 1.x's that the thesis used): its
+    gradient is the TD error clipped to [-1, 1]. ``mse``: ``0.5 mean((Q - y)^2)``, the SAC
+    paper's J_Q and Stable-Baselines3's: the same gradient inside [-1, 1], unclipped outside.
+    """
+    if kind == HUBER_LOSS:
+        return sum(HUBER(q, targets) for q in qs)
+    if kind == SQUARED_LOSS:
+        return sum(0.5 * F.mse_loss(q, targets) for q in qs)
+    raise ValueError(f"critic_loss must be one of {CRITIC_LOSSES}, got {kind!r}")
 
 
 def actor_loss(logp: torch.Tensor, qs: Sequence[torch.Tensor],

@@ -1,6 +1,7 @@
 """SAC with RLlib's module and losses, trained by ddrl's transition-buffer loop.
 
-The optimisers, the temperature and the loss terms are RLlib 2.60's SAC: twin Q-networks regressed with a Huber loss on
+The optimisers, the temperature and the loss terms are RLlib 2.60's SAC: twin Q-networks
+regressed with a Huber loss (``critic_loss: mse`` for the paper's squared error) on
 ``r + gamma (1 - terminated) (min Q_target(s', a') - alpha log pi(a'|s'))``, the actor on
 ``alpha log pi(a|s) - min Q(s, a)`` with reparameterised actions, and ``log alpha`` on
 ``-log alpha (log pi + target_entropy)``, followed by a Polyak update of the target
@@ -28,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
+from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
 from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
@@ -99,9 +101,27 @@ class FastSACConfig(TransitionReplayConfig):
 
     def __init__(self, algo_class: Optional[type] = None) -> None:
         super().__init__(algo_class=algo_class or FastSAC)
+        self.critic_loss = losses.HUBER_LOSS
+
+    def training(self, *, critic_loss: Optional[str] = NotProvided,
+                 **kwargs: Any) -> "FastSACConfig":
+        """``critic_loss``: ``huber`` (RLlib's) or ``mse`` (the SAC paper's, SB3's); see
+        :func:`ddrl.algorithms.sac.losses.critic_loss`. The rest as
+        :meth:`TransitionReplayConfig.training`."""
+        super().training(**kwargs)
+        if critic_loss is not NotProvided:
+            self.critic_loss = critic_loss
+        return self
 
     def validate(self) -> None:
         super().validate()
+        if self.critic_loss not in losses.CRITIC_LOSSES:
+            self._value_error(f"`critic_loss` must be one of {losses.CRITIC_LOSSES}, "
+                              f"got {self.critic_loss!r}")
+        if not self.uses_transition_buffer and self.critic_loss != losses.HUBER_LOSS:
+            self._value_error(
+                "`critic_loss` other than 'huber' is applied by the TransitionReplayBuffer path "
+                "only; RLlib's EpisodeReplayBuffer path trains with its own Huber loss")
         if self.uses_transition_buffer and self.grad_clip is not None:
             self._value_error(
                 "`grad_clip` is not applied by the TransitionReplayBuffer path; leave it None "
@@ -166,6 +186,7 @@ class SACStep(OffPolicyStep):
         self.pairs = module.get_target_network_pairs()
         self.discount = config.gamma ** config.n_step
         self.tau = config.tau
+        self.critic_loss_kind = config.critic_loss
         self.twins = TwinThreads(getattr(learner, "_twin_threads", False))
         # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
         self.acc = {k: torch.zeros((), device=learner._device)
@@ -192,7 +213,8 @@ class SACStep(OffPolicyStep):
         def critic_step(q_and_opt: tuple) -> tuple[torch.Tensor, torch.Tensor]:
             q, opt = q_and_opt
             value = q(obs_actions).squeeze(-1)
-            loss = losses.critic_loss([value], target)  # this critic's term of the sum
+            # This critic's term of the sum.
+            loss = losses.critic_loss([value], target, self.critic_loss_kind)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
