@@ -525,6 +525,8 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     for (algo, env, fw, seed), line in plot_series(rows).items():
         j = cells.index((algo, env))
         color, style = styles[fw]
+        if seed != 1 and fw != BEFORE:  # later seeds: same colour, other marker and dash
+            style = "s:"
         label = f"{fw} s{seed}"
         axes[0, j].plot([x / 1e3 for x in line["env_steps"]], line["return_mean"], style,
                         ms=3, color=color, label=label)
