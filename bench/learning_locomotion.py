@@ -218,7 +218,9 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
                  f"ddrl samples fragments of {hp['rollout_fragment_length']} steps and trains "
                  "their updates in one call, the env runner sampling the next fragment "
                  "meanwhile (policy lag up to 2 fragments); SB3 acts with the latest policy"]
-        if hp.get("critic_loss", "huber") == "huber":
+        from ddrl.algorithms import get_algorithm
+
+        if get_algorithm("SAC").setting(hp, "critic_loss") == "huber":
             diffs.insert(0, "critic loss: ddrl (RLlib's) Huber (delta 1) summed over the twin "
                             "Qs, SB3 0.5 x MSE summed (critic_loss: mse matches it)")
         return "SAC", kwargs, diffs
