@@ -250,9 +250,14 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
                       policy_kwargs={"net_arch": {"pi": list(hp["fcnet_hiddens"]),
                                                   "vf": list(hp["fcnet_hiddens"])},
                                      "activation_fn": hp["fcnet_activation"]})
-        diffs = ["initialisation: SB3 orthogonal, RLlib its default (normc-like / xavier)",
-                 "advantage normalisation: SB3 per minibatch, RLlib over the train batch",
+        from ddrl.algorithms import get_algorithm
+
+        diffs = ["advantage normalisation: SB3 per minibatch, RLlib over the train batch",
                  "value loss: RLlib clips at vf_clip_param (set huge here), SB3 none"]
+        if get_algorithm("PPO").setting(hp, "initialization") != "orthogonal":
+            diffs.insert(0, "initialisation: SB3 orthogonal (gain 0.01 on the policy layer), "
+                            "ddrl RLlib's (torch's default; initialization: orthogonal "
+                            "matches SB3)")
         if not hp["free_log_std"]:
             diffs.append("log std: ddrl's policy net outputs it per state (free_log_std "
                          "false); SB3 learns one state-independent parameter")

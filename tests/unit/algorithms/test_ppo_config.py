@@ -89,3 +89,47 @@ def test_the_free_log_std_head_traces_at_any_batch_size():
             obs = torch.randn(n, 3)
             torch.testing.assert_close(traced(obs), dist_inputs(obs))
     assert type(head).__name__ == "TraceableFreeLogStdHead"
+
+
+def _linear(module, prefix: str) -> list[torch.nn.Linear]:
+    return [m for n, m in module.named_modules()
+            if n.startswith(prefix) and isinstance(m, torch.nn.Linear)]
+
+
+def test_initialization_default_leaves_run_ids_alone():
+    # Added after PPO runs existed: at its default (RLlib's, what they trained with) it stays
+    # out of the spec, so their run ids and results stay valid.
+    default = _spec("Pendulum-v1")
+    assert "initialization" not in default.hyperparameters
+    assert _spec("Pendulum-v1", initialization="rllib").run_id == default.run_id
+    ortho = _spec("Pendulum-v1", initialization="orthogonal")
+    assert ortho.run_id != default.run_id
+    assert ortho.hyperparameters["initialization"] == "orthogonal"
+
+
+@pytest.mark.parametrize("free_log_std", [True, False])
+def test_orthogonal_initialization_has_sb3s_gains(free_log_std):
+    spec = _spec("HopperBulletEnv-v0", initialization="orthogonal", free_log_std=free_log_std,
+                 vf_share_layers=False)
+    module = _module(spec)
+    expected = {"encoder.": 2 ** 0.5, "pi.": 0.01, "vf.": 1.0}
+    for prefix, gain in expected.items():
+        layers = _linear(module, prefix)
+        assert layers, prefix
+        for layer in layers:
+            w = layer.weight.detach().double()
+            # Orthogonal: the shorter side's vectors are orthonormal, times the gain.
+            gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+            torch.testing.assert_close(gram, gain ** 2 * torch.eye(len(gram), dtype=w.dtype),
+                                       atol=1e-5 * gain ** 2, rtol=0)
+            assert not layer.bias.detach().any()
+    # Separate actor and critic encoders (vf_share_layers false), both initialised.
+    assert len(_linear(module, "encoder.")) == 4
+    # Initial action means near 0 (SB3's near-zero policy layer); RLlib's default is not.
+    obs = torch.as_tensor(np.random.default_rng(0).normal(size=(64, 15)), dtype=torch.float32)
+    with torch.no_grad():
+        mean = module.forward_inference({"obs": obs})["action_dist_inputs"][:, :3]
+        default_mean = _module(_spec("HopperBulletEnv-v0", free_log_std=free_log_std,
+                                     vf_share_layers=False)).forward_inference(
+            {"obs": obs})["action_dist_inputs"][:, :3]
+    assert mean.abs().max() < 0.05 < default_mean.abs().max()

@@ -39,6 +39,11 @@ PARAMS = {
         "(PPO paper, SB3, CleanRL; starts at std 1; much better on Bullet HalfCheetah, "
         "docs/benchmarks.md); false (RLlib's default): the policy net outputs it per state. "
         "No effect on discrete actions"),
+    "initialization": Param(
+        {"enum": ["rllib", "orthogonal"]}, "rllib",
+        "rllib: RLlib's default (torch's per-layer default); orthogonal: SB3's and CleanRL's "
+        "(orthogonal weights, zero biases; gain sqrt(2) hidden, 0.01 policy head, 1 value "
+        "head)", implicit_default=True),
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
@@ -58,13 +63,15 @@ def build(spec):
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ddrl.algorithms.ppo.catalog import TraceablePPOCatalog
+    from ddrl.algorithms.ppo.catalog import OrthogonalInitPPOCatalog, TraceablePPOCatalog
     from ddrl.config.spaces import env_spaces
 
     hp = spec.hyperparameters
     # RLlib's catalog rejects free_log_std for a categorical head (spaces read only if asked).
     free_log_std = (hp["free_log_std"]
                     and env_spaces(spec.env, spec.env_config)["action"]["type"] == "Box")
+    catalog = (OrthogonalInitPPOCatalog if SPEC.setting(hp, "initialization") == "orthogonal"
+               else TraceablePPOCatalog)
     config = apply_run_settings(PPOConfig(), spec)
     config = (
         config.training(
@@ -91,7 +98,7 @@ def build(spec):
                                free_log_std=free_log_std)
             ),
             rl_module_spec=RLModuleSpec(module_class=DefaultPPOTorchRLModule,
-                                        catalog_class=TraceablePPOCatalog),
+                                        catalog_class=catalog),
         )
     )
     if hp["lean_learner"]:
