@@ -26,6 +26,7 @@ Commands::
     python bench/learning_locomotion.py run --framework sb3 --run <run_id>
     python bench/learning_locomotion.py run --framework sb3 --run <run_id> --steps 2000  # smoke
     python bench/learning_locomotion.py report --md table.md --csv curves.csv --png fig.png
+    python bench/learning_locomotion.py restore --csv docs/img/bench-locomotion-curves.csv
 
 ``train_s`` is training wall time without the evaluations (ddrl: the sum of its iterations'
 times; SB3: wall time of ``learn`` minus the callback's evaluations). A ddrl run resumes from
@@ -393,6 +394,94 @@ def read_before(root: Path, run_ids: Iterable[str]) -> list[dict[str, Any]]:
     return [{**r, "framework": BEFORE} for r in rows]
 
 
+def sb3_equivalents(spec: Any) -> list[str]:
+    """Run ids of the specs that differ from ``spec`` in one hyperparameter SB3 does not see
+    (:func:`sb3_settings` translates both to the same SB3 arguments). An SB3 run under one of
+    them is this run's SB3 run too: a ddrl-only fix (a new ``initialization``, a critic loss)
+    changes ddrl's run id, not what SB3 trains."""
+    from ddrl.algorithms import get_algorithm
+
+    algo = get_algorithm(spec.algorithm)
+    defaults = algo.defaults()
+    kwargs = sb3_settings(spec)[1]
+    ids = []
+    for name, value in spec.hyperparameters.items():
+        if value == defaults.get(name):
+            continue
+        overrides = {k: v for k, v in spec.hyperparameters.items() if k != name}
+        other = dataclasses.replace(spec, hyperparameters=algo.resolve(overrides))
+        try:
+            same = sb3_settings(other)[1] == kwargs
+        except ValueError:  # the default has no SB3 translation
+            continue
+        if same:
+            ids.append(other.run_id)
+    return ids
+
+
+def read_shared_sb3(root: Path, runs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """SB3 curves of study runs that have none under their own id, taken from an equivalent
+    run (:func:`sb3_equivalents`), relabelled with the study's run id (``sb3_run`` keeps the
+    id the SB3 run was trained under)."""
+    rows = []
+    for rid, spec in runs.items():
+        if (Path(root) / "sb3" / rid / "curve.csv").exists():
+            continue
+        for other in sb3_equivalents(spec):
+            found = [r for r in read_curves(root, [other]) if r["framework"] == "sb3"]
+            if found:
+                rows += [{**r, "run_id": rid, "sb3_run": other} for r in found]
+                break
+    return rows
+
+
+def write_curves_csv(rows: Iterable[Mapping[str, Any]], path: Path) -> None:
+    """All evaluation points (CURVE_COLUMNS and whether the run had finished), sorted by
+    cell; :func:`restore` reads it back."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*CURVE_COLUMNS, "finished"], extrasaction="ignore",
+                           lineterminator="\n")
+        w.writeheader()
+        w.writerows(sorted(rows, key=lambda r: (r["algorithm"], r["env"], r["framework"],
+                                                r["seed"], r["env_steps"])))
+    tmp.replace(path)
+
+
+def restore(csv_path: Path, root: Path) -> list[Path]:
+    """Rebuild ``<root>/<framework>/<run_id>/curve.csv`` from a report's ``--csv`` (e.g. the
+    committed docs/img/bench-locomotion-curves.csv) for runs whose folders are gone, so a
+    later report can show them beside new runs. :data:`BEFORE` runs go to
+    ``ddrl/<run_id>.before`` (pass that to ``--before``). A finished run (``finished`` column;
+    CSVs from before that column held finished runs only) gets a ``summary.json`` naming the
+    CSV. Existing folders are left alone."""
+    groups: dict[Path, list[dict[str, str]]] = {}
+    for r in csv.DictReader(Path(csv_path).open()):
+        fw, name = r["framework"], r["run_id"]
+        if fw == BEFORE:
+            fw, name = "ddrl", f"{name}.before"
+        if fw not in FRAMEWORKS:
+            raise ValueError(f"{csv_path}: unknown framework {r['framework']!r}; expected one "
+                             f"of {[*FRAMEWORKS, BEFORE]}")
+        groups.setdefault(Path(root) / fw / name, []).append({**r, "framework": fw})
+    written = []
+    for folder, rows in sorted(groups.items()):
+        if folder.exists():
+            continue
+        folder.mkdir(parents=True)
+        tmp = folder / "curve.csv.tmp"
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=CURVE_COLUMNS, extrasaction="ignore",
+                               lineterminator="\n")
+            w.writeheader()
+            w.writerows(sorted(rows, key=lambda r: int(float(r["env_steps"]))))
+        tmp.replace(folder / "curve.csv")
+        if rows[0].get("finished", "True") == "True":
+            (folder / "summary.json").write_text(json.dumps({"restored_from": str(csv_path)}))
+        written.append(folder)
+    return written
+
+
 def cell_runs(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, list[Mapping[str, Any]]]:
     """Rows grouped by (algorithm, env, seed, framework). Raises if a group holds two run ids:
     their curves would be merged into one (e.g. a run and its predecessor under an old id)."""
@@ -583,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--steps", type=int, help="override the budget (smoke tests)")
     run.add_argument("--eval-every-iterations", type=int,
                      help="override checkpoint_every (smoke tests)")
+    res = sub.add_parser("restore", help="rebuild run folders' curve.csv from a report's CSV")
+    res.add_argument("--csv", required=True, help="a report's --csv (all evaluation points)")
+    res.add_argument("--out", default=str(OUT))
     rep = sub.add_parser("report", help="table, comparison and figure from the curves")
     rep.add_argument("--config", default=str(CONFIG))
     rep.add_argument("--out", default=str(OUT))
@@ -626,7 +718,14 @@ def main(argv: list[str] | None = None) -> int:
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         print(json.dumps({k: v for k, v in summary.items() if k != "spec"}, default=str))
         return 0
-    rows = read_curves(Path(args.out), None if args.all_runs else study_runs(args.config))
+    if args.cmd == "restore":
+        for folder in restore(Path(args.csv), Path(args.out)):
+            print("restored", folder)
+        return 0
+    runs = study_runs(args.config)
+    rows = read_curves(Path(args.out), None if args.all_runs else runs)
+    if not args.all_runs:
+        rows += read_shared_sb3(Path(args.out), runs)
     if args.ddrl_study:
         rows = [r for r in rows if r["framework"] != "ddrl"]
         rows += read_study_curves(Path(args.ddrl_study))
@@ -637,12 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.md:
         Path(args.md).write_text(text)
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=CURVE_COLUMNS, extrasaction="ignore",
-                               lineterminator="\n")
-            w.writeheader()
-            w.writerows(sorted(rows, key=lambda r: (r["algorithm"], r["env"], r["framework"],
-                                                    r["seed"], r["env_steps"])))
+        write_curves_csv(rows, Path(args.csv))
     if args.png:
         plot(rows, Path(args.png))
     return 0

@@ -179,3 +179,51 @@ def test_a_run_before_a_fix_is_shown_but_not_compared(tmp_path):
     png = tmp_path / "fig.png"
     ll.plot(rows, png)
     assert png.stat().st_size > 0
+
+
+def test_sb3_runs_are_shared_across_ddrl_only_settings(tmp_path):
+    # SB3 always initialises orthogonally: a ddrl run with `initialization: orthogonal` has
+    # the same SB3 counterpart as the run without it. A setting SB3 sees does not share.
+    base = run_spec("PPO", ENV, seed=1, hyperparameters={"fcnet_hiddens": [32, 32]})
+    ortho = run_spec("PPO", ENV, seed=1, hyperparameters={"fcnet_hiddens": [32, 32],
+                                                          "initialization": "orthogonal"})
+    assert base.run_id in ll.sb3_equivalents(ortho)
+    assert ll.sb3_equivalents(base) == []  # fcnet_hiddens is SB3's net_arch
+    sac_mse = run_spec("SAC", ENV, seed=1, hyperparameters={"critic_loss": "mse"})
+    assert run_spec("SAC", ENV, seed=1).run_id in ll.sb3_equivalents(sac_mse)
+
+    path = tmp_path / "sb3" / base.run_id / "curve.csv"
+    path.parent.mkdir(parents=True)
+    curve = ll.Curve(path, "sb3", base)
+    curve.add(1000, 1.0, 1.0, {"return_mean": 50.0, "episodes": 1})
+    rows = ll.read_shared_sb3(tmp_path, {ortho.run_id: ortho, base.run_id: base})
+    assert [(r["run_id"], r["sb3_run"], r["return_mean"]) for r in rows] == [
+        (ortho.run_id, base.run_id, 50.0)]  # base has its own curve: not repeated
+
+
+def test_restore_rebuilds_the_run_folders_a_report_csv_came_from(tmp_path):
+    spec = run_spec("PPO", ENV, seed=1)
+    runs = tmp_path / "runs"
+    for fw, run_id, ret in (("ddrl", "ppo-new", 900.0), ("ddrl", "ppo-old", 300.0),
+                            ("sb3", "ppo-new", 1000.0)):
+        path = runs / fw / run_id / "curve.csv"
+        path.parent.mkdir(parents=True)
+        curve = ll.Curve(path, fw, spec)
+        curve.add(1000, 1.0, 1.0, {"return_mean": ret / 2, "episodes": 1})
+        curve.add(2000, 2.0, 2.0, {"return_mean": ret, "episodes": 1})
+    (runs / "sb3" / "ppo-new" / "summary.json").write_text("{}")  # finished; the others not
+    rows = ll.read_curves(runs, ["ppo-new"]) + ll.read_before(runs, ["ppo-old"])
+    report_csv = tmp_path / "curves.csv"
+    ll.write_curves_csv(rows, report_csv)
+
+    restored = tmp_path / "restored"
+    written = ll.restore(report_csv, restored)
+    assert sorted(p.relative_to(restored).as_posix() for p in written) == [
+        "ddrl/ppo-new", "ddrl/ppo-old.before", "sb3/ppo-new"]
+    again = ll.read_curves(restored, ["ppo-new"]) + ll.read_before(restored, ["ppo-old.before"])
+    key = ("framework", "run_id", "seed", "env_steps", "train_s", "return_mean", "finished")
+    assert sorted(tuple(r[k] for k in key) for r in again) == sorted(
+        tuple(r[k] for k in key) for r in rows)
+    assert {(r["framework"], r["finished"]) for r in again} == {
+        ("ddrl", False), ("sb3", True), (ll.BEFORE, False)}
+    assert ll.restore(report_csv, restored) == []  # existing folders are left alone
