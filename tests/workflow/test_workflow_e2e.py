@@ -30,6 +30,14 @@ def test_tiny_study_writes_every_run_output(tiny_study):
         assert (progress["env_steps_per_s"] > 0).all()
         assert progress["sample_time_s"].notna().all()
         assert progress["learn_time_s"].notna().any()
+        # The learner's statistics, on every iteration that trained.
+        trained = progress[progress["learn_time_s"] > 0]
+        stats = {"PPO": ["policy_loss", "value_loss", "entropy", "kl", "vf_explained_var"],
+                 "SAC": ["policy_loss", "value_loss", "q_mean", "alpha", "logp_mean"],
+                 "TD3": ["value_loss", "q_mean"]}[spec.algorithm]
+        assert len(trained) and trained[stats].notna().all().all(), (run_id, trained[stats])
+        if spec.algorithm == "SAC":
+            assert (trained["alpha"] > 0).all()
 
         record = json.loads((run_dir / "run.json").read_text())
         assert record["run_id"] == run_id

@@ -8,6 +8,12 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from ray.rllib.algorithms.ppo.ppo import (
+    LEARNER_RESULTS_KL_KEY,
+    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,
+)
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
@@ -16,6 +22,7 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MEAN,
     EPISODE_RETURN_MIN,
     FAULT_TOLERANCE_STATS,
+    LEARNER_RESULTS,
     LEARNER_UPDATE_TIMER,
     NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
@@ -50,6 +57,14 @@ COLUMNS = [
     "env_steps_per_s",
     "env_runner_restarts",
     "healthy_env_runners",
+    "policy_loss",
+    "value_loss",
+    "q_mean",
+    "alpha",
+    "entropy",
+    "logp_mean",
+    "kl",
+    "vf_explained_var",
     "session",
     "timestamp",
 ]
@@ -80,6 +95,26 @@ RESULT_KEYS = {
     "env_runner_restarts": _key(FAULT_TOLERANCE_STATS, "num_remote_worker_restarts"),
     "healthy_env_runners": _key(FAULT_TOLERANCE_STATS, "num_healthy_workers"),
 }
+
+
+# What the learner logged (``learners/default_policy/<key>``), by column: the first key the
+# algorithm logs. PPO logs its last minibatch's values; ddrl's SAC and TD3 the mean over their
+# last learner call's updates. Empty where an algorithm has no such statistic (or before
+# learning starts). value_loss: PPO's value-function loss, SAC's and TD3's critic loss.
+LEARNER_KEYS = {
+    "policy_loss": (POLICY_LOSS_KEY, "actor_loss"),
+    "value_loss": (VF_LOSS_KEY, "critic_loss"),
+    "q_mean": ("q_mean",),
+    "alpha": ("alpha_value",),
+    "entropy": (ENTROPY_KEY,),
+    "logp_mean": ("logps",),
+    "kl": (LEARNER_RESULTS_KL_KEY,),
+    "vf_explained_var": (LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,),
+}
+
+
+def _learner_key(name: str) -> str:
+    return _key(LEARNER_RESULTS, DEFAULT_MODULE_ID, name)
 
 
 # Timers summed into one column (replay-buffer work of the off-policy algorithms).
@@ -139,6 +174,9 @@ def row_from_result(result: Mapping[str, Any], *, iteration: int, time_total_s: 
     for col, keys in SUMMED_RESULT_KEYS.items():
         present = [_number(lookup(result, k)) for k in keys if lookup(result, k, None) is not None]
         row[col] = math.fsum(0.0 if math.isnan(v) else v for v in present) if present else math.nan
+    for col, names in LEARNER_KEYS.items():
+        found = (lookup(result, _learner_key(n), None) for n in names)
+        row[col] = _number(next((v for v in found if v is not None), math.nan))
     timers = result.get("timers")
     if isinstance(timers, Mapping):
         # A per-iteration timer that exists but logged nothing this iteration (SAC before

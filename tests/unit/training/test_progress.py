@@ -39,6 +39,25 @@ def test_row_reads_every_column_from_the_result():
     assert row["env_runner_restarts"] == 1 and row["session"] == 1
 
 
+def test_learner_statistics_of_each_algorithm_get_common_columns():
+    ppo = {**RESULT, "learners": {"default_policy": {
+        "policy_loss": -0.01, "vf_loss": 40.0, "entropy": 4.2, "mean_kl_loss": 0.007,
+        "vf_explained_var": 0.6}}}
+    sac = {**RESULT, "learners": {"default_policy": {
+        "actor_loss": -55.0, "critic_loss": 2.5, "q_mean": 54.0, "alpha_value": 0.05,
+        "logps": 1.3, "num_updates": 64}}}
+    td3 = {**RESULT, "learners": {"default_policy": {"critic_loss": 3.0, "q_mean": 80.0}}}
+    rows = {name: row_from_result(r, iteration=1, time_total_s=1.0, session=0, timestamp=0.0)
+            for name, r in (("ppo", ppo), ("sac", sac), ("td3", td3))}
+    picked = ("policy_loss", "value_loss", "q_mean", "alpha", "entropy", "logp_mean", "kl",
+              "vf_explained_var")
+    values = {name: [None if math.isnan(row[c]) else row[c] for c in picked]
+              for name, row in rows.items()}
+    assert values == {"ppo": [-0.01, 40.0, None, None, 4.2, None, 0.007, 0.6],
+                      "sac": [-55.0, 2.5, 54.0, 0.05, None, 1.3, None, None],
+                      "td3": [None, 3.0, 80.0, None, None, None, None, None]}
+
+
 def test_missing_metrics_become_empty_not_errors():
     row = row_from_result({"time_this_iter_s": 1.0}, iteration=1, time_total_s=1.0,
                           session=0, timestamp=0.0)
