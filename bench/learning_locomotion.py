@@ -214,13 +214,14 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
                       target_entropy="auto" if hp["target_entropy"] == "auto"
                       else hp["target_entropy"],
                       policy_kwargs={"net_arch": list(hp["fcnet_hiddens"])})
-        diffs = ["warm-up actions: ddrl samples the initial stochastic policy, SB3 uniform "
-                 "random actions",
-                 f"ddrl samples fragments of {hp['rollout_fragment_length']} steps and trains "
-                 "their updates in one call, the env runner sampling the next fragment "
-                 "meanwhile (policy lag up to 2 fragments); SB3 acts with the latest policy"]
         from ddrl.algorithms import get_algorithm
 
+        diffs = [f"ddrl samples fragments of {hp['rollout_fragment_length']} steps and trains "
+                 "their updates in one call, the env runner sampling the next fragment "
+                 "meanwhile (policy lag up to 2 fragments); SB3 acts with the latest policy"]
+        if get_algorithm("SAC").setting(hp, "warmup_actions") != "uniform":
+            diffs.insert(0, "warm-up actions: ddrl samples the initial stochastic policy, SB3 "
+                            "uniform random actions (warmup_actions: uniform matches it)")
         if get_algorithm("SAC").setting(hp, "critic_loss") == "huber":
             diffs.insert(0, "critic loss: ddrl (RLlib's) Huber (delta 1) summed over the twin "
                             "Qs, SB3 0.5 x MSE summed (critic_loss: mse matches it)")

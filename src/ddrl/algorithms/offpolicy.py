@@ -322,6 +322,16 @@ class FastUpdateLearner:
         step.begin_call()
         return step
 
+    # -- the uniform warm-up flag: a module buffer, so weight syncs and checkpoints carry it
+    def set_uniform_warmup(self, on: bool, module_id: str = DEFAULT_MODULE_ID) -> None:
+        self.module[module_id].unwrapped().uniform_warmup.fill_(bool(on))
+
+    def uniform_warmup(self, module_id: str = DEFAULT_MODULE_ID) -> bool:
+        """Whether the module still explores with uniform random actions (False for a
+        module without the flag)."""
+        flag = getattr(self.module[module_id].unwrapped(), "uniform_warmup", None)
+        return bool(flag) if flag is not None else False
+
     def update_from_transitions(
         self, data: Mapping[str, Any], num_updates: int, batch_size: int,
         module_id: str = DEFAULT_MODULE_ID,
@@ -434,6 +444,7 @@ class TransitionReplayAlgorithm(SAC):
     def setup(self, config: Any) -> None:
         super().setup(config)
         self._update_debt = 0.0  # fractional updates carried to the next training step
+        self._warmup_over = False
 
     # -- checkpoints: the replay buffer, when asked for -------------------------------------
     # RLlib's new API stack never checkpoints the buffer (its `store_buffer_in_checkpoints`
@@ -456,7 +467,14 @@ class TransitionReplayAlgorithm(SAC):
 
     # -- hooks for subclasses -----------------------------------------------------------
     def _before_updates(self) -> None:
-        """Called each training step once learning has started (both paths)."""
+        """Called each training step once learning has started (both paths): ends the
+        uniform random warm-up (:meth:`FastUpdateLearner.set_uniform_warmup`); the weight
+        sync after this step's updates carries that to the env runners."""
+        if self._warmup_over:
+            return
+        self._warmup_over = True
+        if self._on_learner(lambda learner: learner.uniform_warmup()):
+            self._on_learner(lambda learner: learner.set_uniform_warmup(False))
 
     # -- helpers ------------------------------------------------------------------------
     def _sampled_lifetime(self) -> int:

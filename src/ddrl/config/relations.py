@@ -62,6 +62,11 @@ def _offpolicy(algo: str, hp: Mapping[str, Any], budget: Mapping[str, Any]) -> l
         errors.append(f"{algo}.critic_loss={hp['critic_loss']} with replay_buffer_type="
                       f"{hp['replay_buffer_type']} (RLlib's training step, its own Huber loss); "
                       "allowed: critic_loss: huber, or replay_buffer_type: TransitionReplayBuffer")
+    if hp.get("warmup_actions", "policy") != "policy" and hp["replay_buffer_type"] != "TransitionReplayBuffer":
+        errors.append(f"{algo}.warmup_actions={hp['warmup_actions']} with replay_buffer_type="
+                      f"{hp['replay_buffer_type']} (RLlib's training step warms up with the "
+                      "policy); allowed: warmup_actions: policy, or replay_buffer_type: "
+                      "TransitionReplayBuffer")
     if hp.get("target_noise_clip") is not None and hp["target_noise_clip"] == 0 \
             and hp.get("target_noise", 0) > 0:
         errors.append(f"{algo}.target_noise={hp['target_noise']} with target_noise_clip=0 "

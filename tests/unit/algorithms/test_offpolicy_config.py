@@ -26,6 +26,9 @@ def _sac(**training) -> FastSACConfig:
     ({"critic_loss": "l1"}, "`critic_loss` must be one of"),
     ({"critic_loss": "mse", "replay_buffer_config": {"type": "EpisodeReplayBuffer"}},
      "applied by the TransitionReplayBuffer path only"),
+    ({"warmup_actions": "random"}, "`warmup_actions` must be one of"),
+    ({"warmup_actions": "uniform", "replay_buffer_config": {"type": "EpisodeReplayBuffer"}},
+     "`warmup_actions: uniform` is applied by the TransitionReplayBuffer path only"),
 ])
 def test_fast_sac_refuses_settings_its_loop_cannot_honour(training, message):
     with pytest.raises(ValueError, match=message):
@@ -97,3 +100,13 @@ def test_sac_critic_loss_default_leaves_run_ids_alone():
     assert mse.run_id != default.run_id and mse.hyperparameters["critic_loss"] == "mse"
     assert build_algorithm_config(default).critic_loss == "huber"
     assert build_algorithm_config(mse).critic_loss == "mse"
+
+
+def test_sac_warmup_actions_default_leaves_run_ids_alone():
+    default = run_spec("SAC", "Pendulum-v1", 0, {})
+    uniform = run_spec("SAC", "Pendulum-v1", 0, {"warmup_actions": "uniform"})
+    assert "warmup_actions" not in default.hyperparameters
+    assert run_spec("SAC", "Pendulum-v1", 0, {"warmup_actions": "policy"}).run_id == default.run_id
+    assert uniform.run_id != default.run_id
+    assert build_algorithm_config(default).warmup_actions == "policy"
+    assert build_algorithm_config(uniform).warmup_actions == "uniform"

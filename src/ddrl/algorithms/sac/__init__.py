@@ -36,6 +36,11 @@ PARAMS = {
         "critic regression: huber (delta 1; RLlib's and the thesis's RLlib 1.x) or mse "
         "(0.5 x squared error: the SAC paper's and Stable-Baselines3's)",
         implicit_default=True),
+    "warmup_actions": Param(
+        {"enum": ["policy", "uniform"]}, "policy",
+        "actions before num_steps_sampled_before_learning_starts: policy (the initial "
+        "stochastic policy; RLlib's) or uniform (uniform random; the SAC paper's and "
+        "Stable-Baselines3's)", implicit_default=True),
     "n_step": Param(POS_INT, 1, "n-step returns (> 1 needs an RLlib episode buffer)"),
     **offpolicy_params(),
     "fcnet_hiddens": Param(HIDDENS, [256, 256], "encoder hidden sizes (policy and Q)"),
@@ -63,6 +68,7 @@ def build(spec):
             twin_q=hp["twin_q"],
             n_step=hp["n_step"],
             critic_loss=SPEC.setting(hp, "critic_loss"),
+            warmup_actions=SPEC.setting(hp, "warmup_actions"),
         )
         .rl_module(
             model_config=DefaultModelConfig(

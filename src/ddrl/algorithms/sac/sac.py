@@ -53,6 +53,10 @@ from ddrl.algorithms.offpolicy import (
 )
 from ddrl.algorithms.sac import losses
 
+# How SAC acts before learning starts (FastSACConfig.training's warmup_actions).
+POLICY_WARMUP, UNIFORM_WARMUP = "policy", "uniform"
+WARMUP_ACTIONS = (POLICY_WARMUP, UNIFORM_WARMUP)
+
 # Learner-state key of each module's log(alpha) (see FastSACTorchLearner.get_state).
 TEMPERATURE_STATE = "ddrl_log_alpha"
 
@@ -75,11 +79,31 @@ class ConcatQSACCatalog(SACCatalog):
 
 
 class ConcatQSACTorchRLModule(DefaultSACTorchRLModule):
-    """RLlib's SAC module whose Q-networks read ``concat(obs, action)``."""
+    """RLlib's SAC module whose Q-networks read ``concat(obs, action)``.
+
+    With ``uniform_warmup`` in its model config (``warmup_actions: uniform``) it explores with
+    uniform random actions in [-1, 1] (RLlib's normalised action space) until the learner
+    clears the flag when learning starts, as Stable-Baselines3's and the SAC paper's
+    warm-up; the flag is a module buffer, so weight syncs and checkpoints carry it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("catalog_class", ConcatQSACCatalog)
         super().__init__(*args, **kwargs)
+
+    def setup(self) -> None:
+        super().setup()
+        uniform = bool((self.model_config or {}).get("uniform_warmup", False))
+        if uniform and not isinstance(self.action_space, gym.spaces.Box):
+            raise ValueError("uniform warm-up actions need a continuous (Box) action space, "
+                             f"got {self.action_space}")
+        self.register_buffer("uniform_warmup", torch.tensor(uniform))
+
+    def _forward_exploration(self, batch: Dict[str, Any], **kwargs: Any) -> Dict[str, Any]:
+        if not bool(self.uniform_warmup):
+            return super()._forward_exploration(batch, **kwargs)
+        obs = batch[Columns.OBS]
+        shape = (len(obs), *self.action_space.shape)
+        return {Columns.ACTIONS: torch.rand(shape, device=obs.device) * 2 - 1}
 
     def _qf_forward_train_helper(self, batch: Dict[str, Any], encoder: Encoder, head: Any,
                                  squeeze: bool = True) -> Any:
@@ -102,22 +126,41 @@ class FastSACConfig(TransitionReplayConfig):
     def __init__(self, algo_class: Optional[type] = None) -> None:
         super().__init__(algo_class=algo_class or FastSAC)
         self.critic_loss = losses.HUBER_LOSS
+        self.warmup_actions = POLICY_WARMUP
 
     def training(self, *, critic_loss: Optional[str] = NotProvided,
+                 warmup_actions: Optional[str] = NotProvided,
                  **kwargs: Any) -> "FastSACConfig":
         """``critic_loss``: ``huber`` (RLlib's) or ``mse`` (the SAC paper's, SB3's); see
-        :func:`ddrl.algorithms.sac.losses.critic_loss`. The rest as
-        :meth:`TransitionReplayConfig.training`."""
+        :func:`ddrl.algorithms.sac.losses.critic_loss`. ``warmup_actions``: how the env steps
+        before ``num_steps_sampled_before_learning_starts`` act: ``policy`` (the initial
+        stochastic policy, RLlib's) or ``uniform`` (uniform random actions, SB3's). The rest
+        as :meth:`TransitionReplayConfig.training`."""
         super().training(**kwargs)
         if critic_loss is not NotProvided:
             self.critic_loss = critic_loss
+        if warmup_actions is not NotProvided:
+            self.warmup_actions = warmup_actions
         return self
+
+    @property
+    def _model_config_auto_includes(self) -> dict:
+        return {**super()._model_config_auto_includes,
+                "uniform_warmup": (self.warmup_actions == UNIFORM_WARMUP
+                                   and self.num_steps_sampled_before_learning_starts > 0)}
 
     def validate(self) -> None:
         super().validate()
         if self.critic_loss not in losses.CRITIC_LOSSES:
             self._value_error(f"`critic_loss` must be one of {losses.CRITIC_LOSSES}, "
                               f"got {self.critic_loss!r}")
+        if self.warmup_actions not in WARMUP_ACTIONS:
+            self._value_error(f"`warmup_actions` must be one of {WARMUP_ACTIONS}, "
+                              f"got {self.warmup_actions!r}")
+        if not self.uses_transition_buffer and self.warmup_actions != POLICY_WARMUP:
+            self._value_error(
+                "`warmup_actions: uniform` is applied by the TransitionReplayBuffer path "
+                "only; RLlib's EpisodeReplayBuffer path warms up with the policy")
         if not self.uses_transition_buffer and self.critic_loss != losses.HUBER_LOSS:
             self._value_error(
                 "`critic_loss` other than 'huber' is applied by the TransitionReplayBuffer path "

@@ -21,7 +21,6 @@ from typing import Any, Dict, Mapping
 
 import torch
 
-from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
@@ -207,10 +206,3 @@ class TD3TorchLearner(FastUpdateLearner, TorchLearner):
             p.grad = g
         actor_opt.step()
         return loss.detach()
-
-    # -- warm-up flag (the fast path itself: FastUpdateLearner with TD3Step) ----------
-    def set_uniform_warmup(self, on: bool, module_id: ModuleID = DEFAULT_MODULE_ID) -> None:
-        self.module[module_id].unwrapped().uniform_warmup.fill_(bool(on))
-
-    def uniform_warmup(self, module_id: ModuleID = DEFAULT_MODULE_ID) -> bool:
-        return bool(self.module[module_id].unwrapped().uniform_warmup)

@@ -136,14 +136,3 @@ class TD3(TransitionReplayAlgorithm):
     def get_default_config(cls) -> TD3Config:
         return TD3Config()
 
-    def setup(self, config: Any) -> None:
-        super().setup(config)
-        self._warmup_over = False
-
-    def _before_updates(self) -> None:
-        """Stop uniform random exploration once learning starts."""
-        if self._warmup_over:
-            return
-        self._warmup_over = True
-        if self._on_learner(lambda learner: learner.uniform_warmup()):
-            self._on_learner(lambda learner: learner.set_uniform_warmup(False))
