@@ -125,7 +125,7 @@ def test_orthogonal_initialization_has_sb3s_gains(free_log_std):
             assert not layer.bias.detach().any()
     # Separate actor and critic encoders (vf_share_layers false), both initialised.
     assert len(_linear(module, "encoder.")) == 4
-    # Initial action means near 0 (SB3's near-zero policy layer); RLlib's default is not.
+    # Initial action means near 0 (SB3's near-zero policy layer); RLlib 2's default is not.
     obs = torch.as_tensor(np.random.default_rng(0).normal(size=(64, 15)), dtype=torch.float32)
     with torch.no_grad():
         mean = module.forward_inference({"obs": obs})["action_dist_inputs"][:, :3]
@@ -133,3 +133,21 @@ def test_orthogonal_initialization_has_sb3s_gains(free_log_std):
                                      vf_share_layers=False)).forward_inference(
             {"obs": obs})["action_dist_inputs"][:, :3]
     assert mean.abs().max() < 0.05 < default_mean.abs().max()
+
+
+def test_rllib1_normc_initialization_is_the_thesis_rllibs():
+    # RLlib 1.x's FullyConnectedNetwork: every unit's incoming weights have norm 1.0 (hidden
+    # layers, value output) or 0.01 (policy output); biases 0.
+    module = _module(_spec("HopperBulletEnv-v0", initialization="rllib1_normc",
+                           free_log_std=True, vf_share_layers=False))
+    for prefix, gain in {"encoder.": 1.0, "pi.": 0.01, "vf.": 1.0}.items():
+        layers = _linear(module, prefix)
+        assert layers, prefix
+        for layer in layers:
+            norms = layer.weight.detach().norm(dim=1)
+            torch.testing.assert_close(norms, torch.full_like(norms, gain))
+            assert not layer.bias.detach().any()
+            # Gaussian directions, not orthogonal ones: rows of a square layer overlap.
+            if layer.weight.shape[0] == layer.weight.shape[1]:
+                gram = layer.weight.detach() @ layer.weight.detach().T
+                assert (gram - torch.diag(torch.diag(gram))).abs().max() > 0.1 * gain ** 2

@@ -40,10 +40,11 @@ PARAMS = {
         "docs/benchmarks.md); false (RLlib's default): the policy net outputs it per state. "
         "No effect on discrete actions"),
     "initialization": Param(
-        {"enum": ["rllib", "orthogonal"]}, "rllib",
-        "rllib: RLlib's default (torch's per-layer default); orthogonal: SB3's and CleanRL's "
-        "(orthogonal weights, zero biases; gain sqrt(2) hidden, 0.01 policy head, 1 value "
-        "head)", implicit_default=True),
+        {"enum": ["rllib", "orthogonal", "rllib1_normc"]}, "rllib",
+        "weights: rllib (RLlib 2's default: torch's per-layer init); orthogonal (SB3's and "
+        "CleanRL's: gain sqrt(2) hidden, 0.01 policy head, 1 value head); rllib1_normc "
+        "(RLlib 1.x's, the thesis's: normc 1.0 hidden, 0.01 policy head, 1.0 value head). "
+        "Biases 0 in both non-default schemes", implicit_default=True),
     "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
@@ -63,15 +64,14 @@ def build(spec):
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ddrl.algorithms.ppo.catalog import OrthogonalInitPPOCatalog, TraceablePPOCatalog
+    from ddrl.algorithms.ppo.catalog import INITIALIZATION_CATALOGS
     from ddrl.config.spaces import env_spaces
 
     hp = spec.hyperparameters
     # RLlib's catalog rejects free_log_std for a categorical head (spaces read only if asked).
     free_log_std = (hp["free_log_std"]
                     and env_spaces(spec.env, spec.env_config)["action"]["type"] == "Box")
-    catalog = (OrthogonalInitPPOCatalog if SPEC.setting(hp, "initialization") == "orthogonal"
-               else TraceablePPOCatalog)
+    catalog = INITIALIZATION_CATALOGS[SPEC.setting(hp, "initialization")]
     config = apply_run_settings(PPOConfig(), spec)
     config = (
         config.training(

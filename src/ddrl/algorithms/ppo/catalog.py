@@ -37,15 +37,9 @@ class TraceablePPOCatalog(PPOCatalog):
         return head
 
 
-# SB3's and CleanRL's PPO initialisation (Andrychowicz et al. 2021, "What matters in on-policy
-# RL": a near-zero last policy layer is among the choices that matter most).
-HIDDEN_GAIN = 2 ** 0.5
-POLICY_GAIN = 0.01
-VALUE_GAIN = 1.0
-
-
 def orthogonal_init(module: torch.nn.Module, gain: float) -> torch.nn.Module:
-    """Every ``nn.Linear`` in ``module``: orthogonal weights scaled by ``gain``, zero bias."""
+    """Every ``nn.Linear`` in ``module``: orthogonal weights scaled by ``gain``, zero bias
+    (SB3's and CleanRL's PPO)."""
     for layer in module.modules():
         if isinstance(layer, torch.nn.Linear):
             torch.nn.init.orthogonal_(layer.weight, gain=gain)
@@ -53,16 +47,55 @@ def orthogonal_init(module: torch.nn.Module, gain: float) -> torch.nn.Module:
     return module
 
 
-class OrthogonalInitPPOCatalog(TraceablePPOCatalog):
-    """:class:`TraceablePPOCatalog` with SB3's initialisation: orthogonal weights and zero
-    biases, gain sqrt(2) in the encoders, 0.01 in the policy head (initial action means near
-    0), 1 in the value head. The free log std keeps RLlib's start (0, std 1), as SB3's."""
+def normc_init(module: torch.nn.Module, gain: float) -> torch.nn.Module:
+    """Every ``nn.Linear`` in ``module``: Gaussian weights with each unit's incoming weight
+    vector rescaled to norm ``gain``, zero bias (RLlib 1.x's ``normc_initializer``)."""
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            with torch.no_grad():
+                layer.weight.normal_(0.0, 1.0)
+                layer.weight.mul_(gain / layer.weight.norm(dim=1, keepdim=True))
+                layer.bias.zero_()
+    return module
+
+
+class _InitializedPPOCatalog(TraceablePPOCatalog):
+    """:class:`TraceablePPOCatalog` re-initialising what it builds: ``init(module, gain)``
+    with ``hidden_gain`` for the encoders, ``policy_gain`` for the policy head and
+    ``value_gain`` for the value head. The free log std keeps RLlib's start (0: std 1)."""
+
+    init = staticmethod(orthogonal_init)
+    hidden_gain = policy_gain = value_gain = 1.0
 
     def build_actor_critic_encoder(self, framework: str) -> Any:
-        return orthogonal_init(super().build_actor_critic_encoder(framework), HIDDEN_GAIN)
+        return self.init(super().build_actor_critic_encoder(framework), self.hidden_gain)
 
     def build_pi_head(self, framework: str) -> Any:
-        return orthogonal_init(super().build_pi_head(framework), POLICY_GAIN)
+        return self.init(super().build_pi_head(framework), self.policy_gain)
 
     def build_vf_head(self, framework: str) -> Any:
-        return orthogonal_init(super().build_vf_head(framework), VALUE_GAIN)
+        return self.init(super().build_vf_head(framework), self.value_gain)
+
+
+class OrthogonalInitPPOCatalog(_InitializedPPOCatalog):
+    """SB3's and CleanRL's initialisation: orthogonal, gain sqrt(2) in the encoders, 0.01 in
+    the policy head (initial action means near 0), 1 in the value head. Andrychowicz et al.
+    2021 ("What matters in on-policy RL") rank the near-zero policy layer among the choices
+    that matter most."""
+
+    init = staticmethod(orthogonal_init)
+    hidden_gain, policy_gain, value_gain = 2 ** 0.5, 0.01, 1.0
+
+
+class NormcInitPPOCatalog(_InitializedPPOCatalog):
+    """RLlib 1.x's ``FullyConnectedNetwork`` (the thesis's RLlib 1.1): ``normc`` 1.0 in the
+    hidden layers, 0.01 in the policy's output layer, 1.0 in the value output."""
+
+    init = staticmethod(normc_init)
+    hidden_gain, policy_gain, value_gain = 1.0, 0.01, 1.0
+
+
+# The catalog of each `initialization` setting.
+INITIALIZATION_CATALOGS = {"rllib": TraceablePPOCatalog,
+                           "orthogonal": OrthogonalInitPPOCatalog,
+                           "rllib1_normc": NormcInitPPOCatalog}
