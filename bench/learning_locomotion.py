@@ -52,7 +52,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config" / "bench-locomotion.yaml"
-OUT = Path("/work/locomotion-runs")
+# Run folders: <out>/<framework>/<run_id>/ (the cluster Snakefile uses the same place).
+OUT = REPO / "results" / "bench-locomotion" / "bench"
 FRAMEWORKS = ("ddrl", "sb3")
 # An earlier ddrl run of a cell (before a fix), shown next to the current one: in the table
 # and the figure, never in the comparison.
