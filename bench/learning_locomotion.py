@@ -39,6 +39,7 @@ import argparse
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import math
 import os
@@ -397,27 +398,35 @@ def read_before(root: Path, run_ids: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def sb3_equivalents(spec: Any) -> list[str]:
-    """Run ids of the specs that differ from ``spec`` in one hyperparameter SB3 does not see
-    (:func:`sb3_settings` translates both to the same SB3 arguments). An SB3 run under one of
-    them is this run's SB3 run too: a ddrl-only fix (a new ``initialization``, a critic loss)
-    changes ddrl's run id, not what SB3 trains."""
+    """Run ids of the specs that differ from ``spec`` only in hyperparameters SB3 does not
+    see (:func:`sb3_settings` translates them to the same SB3 arguments), one or several at
+    a time, fewest first. An SB3 run under one of them is this run's SB3 run too: ddrl-only
+    settings (a new ``initialization``, a critic loss and warm-up) change ddrl's run id, not
+    what SB3 trains."""
     from ddrl.algorithms import get_algorithm
 
     algo = get_algorithm(spec.algorithm)
     defaults = algo.defaults()
     kwargs = sb3_settings(spec)[1]
-    ids = []
-    for name, value in spec.hyperparameters.items():
-        if value == defaults.get(name):
-            continue
-        overrides = {k: v for k, v in spec.hyperparameters.items() if k != name}
-        other = dataclasses.replace(spec, hyperparameters=algo.resolve(overrides))
+
+    def without(names: Iterable[str]) -> Any:
+        overrides = {k: v for k, v in spec.hyperparameters.items() if k not in names}
+        return dataclasses.replace(spec, hyperparameters=algo.resolve(overrides))
+
+    def same_for_sb3(other: Any) -> bool:
         try:
-            same = sb3_settings(other)[1] == kwargs
+            return sb3_settings(other)[1] == kwargs
         except ValueError:  # the default has no SB3 translation
-            continue
-        if same:
-            ids.append(other.run_id)
+            return False
+
+    invisible = [name for name, value in spec.hyperparameters.items()
+                 if value != defaults.get(name) and same_for_sb3(without([name]))]
+    ids = []
+    for size in range(1, len(invisible) + 1):
+        for names in itertools.combinations(invisible, size):
+            other = without(names)
+            if same_for_sb3(other) and other.run_id not in ids:
+                ids.append(other.run_id)
     return ids
 
 

@@ -191,6 +191,13 @@ def test_sb3_runs_are_shared_across_ddrl_only_settings(tmp_path):
     assert ll.sb3_equivalents(base) == []  # fcnet_hiddens is SB3's net_arch
     sac_mse = run_spec("SAC", ENV, seed=1, hyperparameters={"critic_loss": "mse"})
     assert run_spec("SAC", ENV, seed=1).run_id in ll.sb3_equivalents(sac_mse)
+    # Two ddrl-only settings at once (SB3's loss and warm-up): the spec without both, too.
+    sac_sb3_like = run_spec("SAC", ENV, seed=1, hyperparameters={
+        "critic_loss": "mse", "warmup_actions": "uniform", "tau": 0.02})
+    found = ll.sb3_equivalents(sac_sb3_like)
+    assert run_spec("SAC", ENV, seed=1, hyperparameters={"tau": 0.02}).run_id in found
+    assert sac_mse.run_id not in found  # tau differs: SB3 sees it
+    assert len(found) == 3 and len(set(found)) == 3
 
     path = tmp_path / "sb3" / base.run_id / "curve.csv"
     path.parent.mkdir(parents=True)
