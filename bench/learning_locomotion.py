@@ -197,30 +197,44 @@ def run_ddrl(spec: Any, out: Path, episodes: int = EPISODES,
 
 # -- Stable-Baselines3 -----------------------------------------------------------------------
 
-def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
+# How SB3's SAC/TD3 interleave acting and training (``run --sb3-train-freq``): an update
+# after every env step (the study's comparison), or ddrl's rhythm, ``rollout_fragment_length``
+# steps then their updates (the RL Zoo's PyBullet SAC trains 8 every 8).
+SB3_EVERY_STEP, SB3_PER_FRAGMENT = "step", "fragment"
+SB3_TRAIN_FREQS = (SB3_EVERY_STEP, SB3_PER_FRAGMENT)
+
+
+def sb3_settings(spec: Any, train_freq: str = SB3_EVERY_STEP
+                 ) -> tuple[str, dict[str, Any], list[str]]:
     """SB3 class name, its keyword arguments, and what still differs from ddrl's spec.
 
-    One update per env step for SAC/TD3 (``train_freq=1, gradient_steps=1``), as ddrl's
-    ``updates_per_step: 1``.
+    ``updates_per_step`` updates per env step for SAC/TD3: after every step
+    (``train_freq=1``), or with ``train_freq="fragment"`` a fragment's worth after every
+    ``rollout_fragment_length`` steps, as ddrl trains.
     """
     hp = spec.hyperparameters
     algo = spec.algorithm
+    if train_freq not in SB3_TRAIN_FREQS:
+        raise ValueError(f"train_freq must be one of {SB3_TRAIN_FREQS}, got {train_freq!r}")
+    every = hp.get("rollout_fragment_length", 1) if train_freq == SB3_PER_FRAGMENT else 1
+    if algo in ("SAC", "TD3") and every * hp["updates_per_step"] != round(
+            every * hp["updates_per_step"]):
+        raise ValueError(f"SB3 trains whole updates: {every} steps x updates_per_step "
+                         f"{hp['updates_per_step']} is not an integer")
     if algo == "SAC":
         if not (hp["actor_lr"] == hp["critic_lr"] == hp["alpha_lr"]):
             raise ValueError("SB3's SAC has one learning rate; the spec's differ")
         kwargs = dict(learning_rate=hp["actor_lr"], buffer_size=hp["replay_buffer_capacity"],
                       batch_size=hp["train_batch_size"], gamma=hp["gamma"], tau=hp["tau"],
                       learning_starts=hp["num_steps_sampled_before_learning_starts"],
-                      train_freq=1, gradient_steps=round(hp["updates_per_step"]),
+                      train_freq=every, gradient_steps=round(every * hp["updates_per_step"]),
                       ent_coef=f"auto_{hp['initial_alpha']}",
                       target_entropy="auto" if hp["target_entropy"] == "auto"
                       else hp["target_entropy"],
                       policy_kwargs={"net_arch": list(hp["fcnet_hiddens"])})
         from ddrl.algorithms import get_algorithm
 
-        diffs = [f"ddrl samples fragments of {hp['rollout_fragment_length']} steps and trains "
-                 "their updates in one call, the env runner sampling the next fragment "
-                 "meanwhile (policy lag up to 2 fragments); SB3 acts with the latest policy"]
+        diffs = [_sampling_difference(hp, every)]
         if get_algorithm("SAC").setting(hp, "warmup_actions") != "uniform":
             diffs.insert(0, "warm-up actions: ddrl samples the initial stochastic policy, SB3 "
                             "uniform random actions (warmup_actions: uniform matches it)")
@@ -236,14 +250,13 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
         kwargs = dict(learning_rate=hp["actor_lr"], buffer_size=hp["replay_buffer_capacity"],
                       batch_size=hp["train_batch_size"], gamma=hp["gamma"], tau=hp["tau"],
                       learning_starts=hp["num_steps_sampled_before_learning_starts"],
-                      train_freq=1, gradient_steps=round(hp["updates_per_step"]),
+                      train_freq=every, gradient_steps=round(every * hp["updates_per_step"]),
                       policy_delay=hp["policy_delay"],
                       target_policy_noise=hp["target_noise"],
                       target_noise_clip=hp["target_noise_clip"],
                       action_noise_std=hp["exploration_noise"],
                       policy_kwargs={"net_arch": list(hp["actor_hiddens"])})
-        diffs = [f"ddrl samples fragments of {hp['rollout_fragment_length']} steps (policy "
-                 "lag up to 2 fragments); SB3 acts with the latest policy"]
+        diffs = [_sampling_difference(hp, every)]
         return "TD3", kwargs, diffs
     if algo == "PPO":
         kwargs = dict(learning_rate=hp["lr"], n_steps=hp["train_batch_size"],
@@ -271,12 +284,21 @@ def sb3_settings(spec: Any) -> tuple[str, dict[str, Any], list[str]]:
     raise ValueError(f"no SB3 counterpart for {algo}")
 
 
-def build_sb3(spec: Any, env: Any) -> Any:
+def _sampling_difference(hp: Mapping[str, Any], sb3_every: int) -> str:
+    ddrl = (f"ddrl samples fragments of {hp['rollout_fragment_length']} steps and trains their "
+            "updates in one call, the env runner sampling the next fragment meanwhile (policy "
+            "lag up to 2 fragments)")
+    if sb3_every == 1:
+        return ddrl + "; SB3 acts with the latest policy"
+    return ddrl + f"; SB3 trains after every {sb3_every} steps (policy lag up to 1 fragment)"
+
+
+def build_sb3(spec: Any, env: Any, train_freq: str = SB3_EVERY_STEP) -> Any:
     import stable_baselines3 as sb3
     import torch
     from stable_baselines3.common.noise import NormalActionNoise
 
-    name, kwargs, _ = sb3_settings(spec)
+    name, kwargs, _ = sb3_settings(spec, train_freq)
     kwargs = dict(kwargs)
     if "action_noise_std" in kwargs:
         std = kwargs.pop("action_noise_std")
@@ -295,7 +317,8 @@ def build_sb3(spec: Any, env: Any) -> Any:
 
 
 def run_sb3(spec: Any, out: Path, episodes: int = EPISODES,
-            print_fn: Callable[[str], None] = print) -> dict[str, Any]:
+            print_fn: Callable[[str], None] = print,
+            train_freq: str = SB3_EVERY_STEP) -> dict[str, Any]:
     """Train ``spec`` with SB3; evaluate every :func:`eval_interval` env steps."""
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -305,7 +328,7 @@ def run_sb3(spec: Any, out: Path, episodes: int = EPISODES,
     curve = Curve(out / "curve.csv", "sb3", spec)
     curve.rows = []  # an SB3 run starts again
     env = make_env(spec.env, **dict(spec.env_config))
-    model = build_sb3(spec, env)
+    model = build_sb3(spec, env, train_freq)
     every = eval_interval(spec)
     budget = int(spec.budget["env_steps"])
 
@@ -683,6 +706,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--steps", type=int, help="override the budget (smoke tests)")
     run.add_argument("--eval-every-iterations", type=int,
                      help="override checkpoint_every (smoke tests)")
+    run.add_argument("--sb3-train-freq", choices=SB3_TRAIN_FREQS, default=SB3_EVERY_STEP,
+                     help="SB3 off-policy runs: an update after every env step (the study's "
+                     "comparison) or a fragment's updates after every rollout_fragment_length "
+                     "steps, as ddrl trains; give such runs their own --out")
     res = sub.add_parser("restore", help="rebuild run folders' curve.csv from a report's CSV")
     res.add_argument("--csv", required=True, help="a report's --csv (all evaluation points)")
     res.add_argument("--out", default=str(OUT))
@@ -717,14 +744,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.eval_every_iterations:
             spec = dataclasses.replace(spec, checkpoint_every=args.eval_every_iterations)
         out = Path(args.out) / args.framework / args.run
-        fn = run_ddrl if args.framework == "ddrl" else run_sb3
+        if args.framework == "ddrl" and args.sb3_train_freq != SB3_EVERY_STEP:
+            p.error("--sb3-train-freq applies to --framework sb3")
+        print_line = lambda s: print(s, flush=True)  # noqa: E731
         started = time.time()
-        result = fn(spec, out, args.episodes, print_fn=lambda s: print(s, flush=True))
+        if args.framework == "ddrl":
+            result = run_ddrl(spec, out, args.episodes, print_fn=print_line)
+        else:
+            result = run_sb3(spec, out, args.episodes, print_fn=print_line,
+                             train_freq=args.sb3_train_freq)
         summary = {"framework": args.framework, "run_id": args.run, "spec": spec.to_dict(),
                    **result, "started": started, "finished": time.time(),
                    "torch_threads": 1}
         if args.framework == "sb3":
-            name, kwargs, diffs = sb3_settings(spec)
+            name, kwargs, diffs = sb3_settings(spec, args.sb3_train_freq)
             summary["sb3"] = {"class": name, "kwargs": kwargs, "differences": diffs}
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         print(json.dumps({k: v for k, v in summary.items() if k != "spec"}, default=str))

@@ -57,6 +57,24 @@ def test_sb3_settings_match_the_spec(runs):
     assert any("Huber" in d for d in huber) and not any("Huber" in d for d in mse)
 
 
+def test_sb3_can_train_in_ddrls_rhythm_of_fragments(runs):
+    for spec in runs.values():
+        if spec.algorithm == "PPO":
+            continue
+        frag = spec.hyperparameters["rollout_fragment_length"]
+        name, kw, diffs = ll.sb3_settings(spec, ll.SB3_PER_FRAGMENT)
+        assert (kw["train_freq"], kw["gradient_steps"]) == (frag, frag)  # same ratio: 1
+        assert any(f"SB3 trains after every {frag} steps" in d for d in diffs)
+        step_kw = ll.sb3_settings(spec)[1]
+        assert {k: v for k, v in kw.items() if k not in ("train_freq", "gradient_steps")} == {
+            k: v for k, v in step_kw.items() if k not in ("train_freq", "gradient_steps")}
+    spec = run_spec("SAC", ENV, 1, {"rollout_fragment_length": 3, "updates_per_step": 0.5})
+    with pytest.raises(ValueError, match="whole updates"):
+        ll.sb3_settings(spec, ll.SB3_PER_FRAGMENT)
+    with pytest.raises(ValueError, match="train_freq must be one of"):
+        ll.sb3_settings(spec, "episode")
+
+
 class _SB3Like:
     """What SB3's ``predict`` looks like, around a fixed deterministic policy."""
 
