@@ -190,6 +190,12 @@ class FastSAC(TransitionReplayAlgorithm):
         return FastSACConfig()
 
 
+def tanh_log_jacobian(unsquashed: torch.Tensor) -> torch.Tensor:
+    """``log(1 - tanh(u)^2)`` per dimension, exact and stable for large ``|u|`` (RLlib's
+    form; Stable-Baselines3 uses ``log(1 - tanh(u)^2 + 1e-6)``)."""
+    return 2.0 * (math.log(2.0) - unsquashed - F.softplus(-2.0 * unsquashed))
+
+
 def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """A reparameterised action in [-1, 1] and its log-probability, as RLlib's
     ``TorchSquashedGaussian.from_logits(logits).rsample_and_logp()`` computes them (same
@@ -199,7 +205,7 @@ def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.
     unsquashed = loc + torch.randn_like(loc) * scale
     normal_logp = (-((unsquashed - loc) ** 2) / (2 * scale ** 2) - scale.log()
                    - math.log(math.sqrt(2 * math.pi)))
-    jacobian = 2.0 * (math.log(2.0) - unsquashed - F.softplus(-2.0 * unsquashed))
+    jacobian = tanh_log_jacobian(unsquashed)
     action = torch.clamp((torch.tanh(unsquashed) + 1.0) / 2.0 * 2.0 - 1.0, -1.0, 1.0)
     return action, normal_logp.sum(-1) - jacobian.sum(-1)
 
