@@ -99,11 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for algo in args.algos:
         for capture in modes:
-            learner = build_learner(algo, args.device, capture, args.hiddens, args.batch)
-            learner.update_from_device_buffer(random_transitions(args.buffer), 0, args.batch)
-            rates = time_updates(learner, args.updates, args.batch, args.repeats)
-            row = {"algo": algo, "device": str(learner._device),
-                   "mode": "cuda-graph" if capture else "eager",
+            mode = "cuda-graph" if capture else "eager"
+            try:
+                learner = build_learner(algo, args.device, capture, args.hiddens, args.batch)
+                learner.update_from_device_buffer(random_transitions(args.buffer), 0, args.batch)
+                rates = time_updates(learner, args.updates, args.batch, args.repeats)
+            except Exception as err:  # e.g. a capture that fails: still measure the others
+                rows.append({"algo": algo, "mode": mode, "error": f"{type(err).__name__}: {err}"})
+                print(f"{algo} {mode:10s}: failed: {rows[-1]['error']}", flush=True)
+                continue
+            row = {"algo": algo, "device": str(learner._device), "mode": mode,
                    "updates_per_s": statistics.median(rates), "rounds": rates,
                    "graphs": learner._captured_steps.num_graphs,
                    "leanrl_h100_env_steps_per_s": LEANRL_H100_ENV_STEPS_PER_S[algo]}

@@ -13,7 +13,7 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     ``timed_steps`` more (whole training iterations: sampling, learning, weight syncs).
 
     Returns env steps, seconds, env steps/s, iterations, gradient updates (off-policy; NaN
-    for PPO), and the last iteration's timers
+    for PPO), the learner's device ("remote" for learner actors), and the last iteration's timers
     (seconds per iteration, ddrl's per-iteration sums; see ``ddrl.training.train``).
     """
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -22,9 +22,11 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
     from ddrl.training.runtime import learner_threads, ray_session
     from ddrl.training.train import build_algorithm_config
 
-    with ray_session(num_cpus=num_cpus or max(2, spec.cpus)), learner_threads():
+    with ray_session(num_cpus=num_cpus or max(2, spec.cpus), num_gpus=spec.gpus), \
+            learner_threads():
         algo = build_algorithm_config(spec).build_algo()
         use_per_iteration_timers(algo.metrics)
+        local_learner = getattr(algo.learner_group, "_learner", None)
         try:
             done = 0
             while done < warmup_steps:
@@ -44,6 +46,7 @@ def time_training(spec: Any, warmup_steps: int, timed_steps: int, num_cpus: int 
             "steps_per_s": (done - start) / elapsed, "iterations": iters,
             "seconds_per_iter": elapsed / max(iters, 1), "updates": updates,
             "updates_per_s": updates / elapsed,
+            "learner_device": str(getattr(local_learner, "_device", "remote")),
             "timers_s": {k: float(v) for k, v in timers.items()
                          if isinstance(v, (int, float))}}
 
