@@ -12,7 +12,7 @@
 # SECONDS: the whole run's budget (default 500). STEPS: any of "offpolicy grid" (default
 # both). The install is skipped when an earlier run on the same machine did it.
 set -uo pipefail
-KIT=$1 OUT=$2 BUDGET=${3:-500} STEPS=${4:-"offpolicy grid"}
+KIT=$(cd "$1" && pwd) OUT=$2 BUDGET=${3:-500} STEPS=${4:-"offpolicy grid"}
 SITE=/tmp/ddrl-site
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
@@ -54,19 +54,23 @@ if [[ " $STEPS " == *" offpolicy "* ]]; then
 fi
 [[ " $STEPS " == *" grid "* ]] || exit 0
 
+# Each stage stops starting configurations at its deadline; one started just before may run
+# for its whole --config-timeout-s, and Ray's shutdown takes a few seconds more.
 echo "== PPO timing grid ($(left) s left)"
-PPO_S=$(( $(left) * 45 / 100 ))
-timeout $(( PPO_S + 90 )) python3 bench/thesis_grid.py --experiments scaling-ppo \
-  --runners 1 16 4 2 8 --iters 2 --deadline-s "$PPO_S" --config-timeout-s 120 \
+PPO_S=$(( $(left) * 40 / 100 - 90 ))
+[ "$PPO_S" -gt 10 ] || { echo "no time left for the grid"; exit 0; }
+timeout $(( PPO_S + 120 )) python3 bench/thesis_grid.py --experiments scaling-ppo \
+  --runners 1 16 4 2 8 --iters 2 --deadline-s "$PPO_S" --config-timeout-s 90 \
   --jsonl "$OUT/grid.jsonl" > "$OUT/grid_ppo.out" 2>&1 || echo "grid ppo: exit $?"
 grep -E '^\[|^\|' "$OUT/grid_ppo.out"
 
 for ALGO in TD3 SAC; do
   echo "== $ALGO timing grid, the thesis's schedule ($(left) s left)"
-  if [ "$ALGO" = TD3 ]; then S=$(( ($(left) - 40) / 2 )); else S=$(( $(left) - 60 )); fi
-  timeout $(( S + 50 )) python3 bench/thesis_grid.py --algorithms "$ALGO" \
+  if [ "$ALGO" = TD3 ]; then S=$(( $(left) / 2 - 110 )); else S=$(( $(left) - 130 )); fi
+  [ "$S" -gt 10 ] || { echo "skipped: no time left"; continue; }
+  timeout $(( S + 120 )) python3 bench/thesis_grid.py --algorithms "$ALGO" \
     --experiments scaling-offpolicy-thesis-schedule --runners 1 16 4 2 8 --iters 1 \
-    --deadline-s "$S" --config-timeout-s 100 --jsonl "$OUT/grid.jsonl" \
+    --deadline-s "$S" --config-timeout-s 90 --jsonl "$OUT/grid.jsonl" \
     > "$OUT/grid_$ALGO.out" 2>&1 || echo "grid $ALGO: exit $?"
   grep -E '^\[|^\|' "$OUT/grid_$ALGO.out"
 done
