@@ -23,7 +23,7 @@ Usage::
 
     python bench/thesis_grid.py --runners 1 2 4 8 16 --gpus 0 1 --jsonl grid.jsonl
     python bench/thesis_grid.py --experiments scaling-offpolicy-fixed-ratio --runners 1 2
-    python bench/thesis_grid.py --table grid.jsonl     # the table again, from saved rows
+    python bench/thesis_grid.py --table grid.jsonl --png grid.png   # table and figure of saved rows
 """
 
 from __future__ import annotations
@@ -163,6 +163,56 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def plot_series(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], list[tuple[int, float]]]:
+    """(algorithm, learner GPUs, "ddrl" or "thesis") -> [(runners, s / iteration)], sorted;
+    the thesis's series only for the algorithms measured here."""
+    ok = [r for r in rows if not r.get("error")]
+    series: dict[tuple[str, int, str], list[tuple[int, float]]] = {}
+    for r in ok:
+        series.setdefault((r["algorithm"], r["gpus"], "ddrl"), []).append(
+            (r["runners"], r["seconds_per_iter"]))
+    measured = {r["algorithm"] for r in ok}
+    for (algo, n, gpus), t in thesis_times().items():
+        if algo in measured:
+            series.setdefault((algo, gpus, "thesis"), []).append((n, t))
+    return {k: sorted(v) for k, v in series.items()}
+
+
+def plot(rows: list[dict[str, Any]], png: str) -> None:
+    """Seconds per iteration against env runners, one panel per algorithm: this machine's CPU
+    and GPU learners (solid) beside the thesis's (dashed), log-log, so equal slopes mean equal
+    scaling whatever the hardware."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ddrl import atomic
+
+    series = plot_series(rows)
+    algorithms = list(dict.fromkeys(a for a, _, source in series if source == "ddrl"))
+    if not algorithms:
+        raise ValueError("no successful rows to plot")
+    fig, axes = plt.subplots(1, len(algorithms), figsize=(4.2 * len(algorithms), 3.6),
+                             squeeze=False)
+    for ax, algo in zip(axes[0], algorithms):
+        for gpus, color in ((0, "tab:blue"), (1, "tab:orange")):
+            label = "GPU learner" if gpus else "CPU learner"
+            for source, style, alpha in (("ddrl", "o-", 1.0), ("thesis", "s--", 0.6)):
+                points = series.get((algo, gpus, source))
+                if points:
+                    ax.plot(*zip(*points), style, color=color, alpha=alpha,
+                            label=f"{source}, {label}")
+        ax.set(xscale="log", yscale="log", title=algo, xlabel="env runners (thesis: workers)",
+               ylabel="s / iteration")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    with atomic.atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+
+
 def machine() -> dict[str, Any]:
     import platform
 
@@ -191,10 +241,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="abandon a configuration after this many seconds (0: never)")
     p.add_argument("--jsonl", help="append each configuration's row to this file")
     p.add_argument("--table", metavar="JSONL", help="only print the table of saved rows")
+    p.add_argument("--png", help="with --table: also plot them beside the thesis")
     args = p.parse_args(argv)
     if args.table:
         rows = [json.loads(line) for line in Path(args.table).read_text().splitlines() if line]
         print(table(rows))
+        if args.png:
+            plot(rows, args.png)
         return 0
     if min(args.runners) < 1 or args.iters < 1 or args.learning_starts < 0:
         p.error("--runners and --iters must be >= 1 and --learning-starts >= 0")

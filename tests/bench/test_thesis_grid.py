@@ -111,3 +111,22 @@ def test_a_configuration_past_its_time_limit_is_named_as_such():
     with thesis_grid.time_limit(0) as limit:
         pass
     assert not limit["expired"]
+
+
+def test_figure_shows_the_measured_rows_beside_the_thesis(tmp_path, capsys):
+    rows_file, png = tmp_path / "grid.jsonl", tmp_path / "grid.png"
+    base = {"experiment": "scaling-offpolicy-thesis-schedule", "algorithm": "TD3",
+            "learner_device": "cpu", "iterations": 1, "steps_per_s": 1.0, "updates": 1.0}
+    rows = [{**base, "runners": 4, "gpus": 0, "seconds_per_iter": 9.0},
+            {**base, "runners": 1, "gpus": 0, "seconds_per_iter": 30.0},
+            {**base, "runners": 1, "gpus": 1, "seconds_per_iter": 15.0},
+            {**base, "runners": 16, "gpus": 1, "error": "ConfigTimeout: no result within 90 s"}]
+    rows_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    series = thesis_grid.plot_series(rows)
+    assert series[("TD3", 0, "ddrl")] == [(1, 30.0), (4, 9.0)]
+    assert series[("TD3", 1, "ddrl")] == [(1, 15.0)]  # the failed row is left out
+    assert series[("TD3", 0, "thesis")][:3] == [(1, 25.56), (2, 14.38), (4, 13.10)]
+    assert not any(algo in ("PPO", "SAC") for algo, _, _ in series)  # not measured, not drawn
+    assert thesis_grid.main(["--table", str(rows_file), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| TD3 | 4 | 0 | cpu | 9.00 | 3.33 |" in capsys.readouterr().out
