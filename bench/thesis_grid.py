@@ -106,6 +106,18 @@ def grid_specs(config: str, experiments: list[str], runners: list[int], gpus: li
     return specs
 
 
+def measured_run_ids(paths: list[str]) -> set[str]:
+    """Run ids with a successful row in these JSONL files (missing files count as empty)."""
+    done = set()
+    for path in paths:
+        if Path(path).exists():
+            for line in Path(path).read_text().splitlines():
+                row = json.loads(line) if line.strip() else {}
+                if row and not row.get("error"):
+                    done.add(row["run_id"])
+    return done
+
+
 def steps_per_iteration(spec: Any) -> int:
     hp = spec.hyperparameters
     return int(hp["timesteps_per_iteration"] if spec.algorithm in OFFPOLICY
@@ -240,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config-timeout-s", type=float, default=0,
                    help="abandon a configuration after this many seconds (0: never)")
     p.add_argument("--jsonl", help="append each configuration's row to this file")
+    p.add_argument("--skip-measured", metavar="JSONL", action="append", default=[],
+                   help="leave out configurations with a successful row in this file (a "
+                        "previous lease's), matched by run id; may be given again")
     p.add_argument("--table", metavar="JSONL", help="only print the table of saved rows")
     p.add_argument("--png", help="with --table: also plot them beside the thesis")
     args = p.parse_args(argv)
@@ -267,6 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     if not specs:
         p.error(f"no timing runs of {args.experiments} match --algorithms {args.algorithms}, "
                 f"--runners {args.runners} and --gpus {gpus} in {args.config}")
+    measured = measured_run_ids(args.skip_measured)
+    if measured:
+        before = len(specs)
+        specs = [(e, s) for e, s in specs if s.run_id not in measured]
+        print(f"{before - len(specs)} configuration(s) measured already (--skip-measured)")
+        if not specs:
+            return 0
     info = machine()
     print(f"{len(specs)} configurations on {info}", flush=True)
     t_start, rows = time.monotonic(), []

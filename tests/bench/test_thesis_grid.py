@@ -130,3 +130,20 @@ def test_figure_shows_the_measured_rows_beside_the_thesis(tmp_path, capsys):
     assert thesis_grid.main(["--table", str(rows_file), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| TD3 | 4 | 0 | cpu | 9.00 | 3.33 |" in capsys.readouterr().out
+
+
+def test_configurations_measured_by_an_earlier_lease_are_skipped(tmp_path, capsys):
+    specs = thesis_grid.grid_specs("config/thesis-mini.yaml", ["scaling-ppo"], runners=[1, 2],
+                                   gpus=[0], learning_starts=0)
+    ids = [s.run_id for _, s in specs]
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text(json.dumps({"run_id": ids[0], "seconds_per_iter": 1.0}) + "\n"
+                       + json.dumps({"run_id": ids[1], "error": "ConfigTimeout: ..."}) + "\n")
+    assert thesis_grid.measured_run_ids([str(earlier), str(tmp_path / "missing.jsonl")]) == {ids[0]}
+    earlier.write_text("".join(json.dumps({"run_id": i, "seconds_per_iter": 1.0}) + "\n" for i in ids))
+    rows_file = tmp_path / "grid.jsonl"
+    assert thesis_grid.main(["--config", "config/thesis-mini.yaml", "--experiments", "scaling-ppo",
+                             "--runners", "1", "2", "--gpus", "0", "--skip-measured", str(earlier),
+                             "--jsonl", str(rows_file)]) == 0
+    assert "2 configuration(s) measured already" in capsys.readouterr().out
+    assert not rows_file.exists()  # nothing left to time, nothing started
