@@ -71,7 +71,8 @@ def time_limit(seconds: float) -> Iterator[dict[str, bool]]:
 
 
 def grid_specs(config: str, experiments: list[str], runners: list[int], gpus: list[int],
-               learning_starts: int, algorithms: list[str] | None = None) -> list[Any]:
+               learning_starts: int, algorithms: list[str] | None = None
+               ) -> list[tuple[str, Any]]:
     """The study's timing runs (first seed) for the requested runners and GPU counts, in
     priority order, with off-policy learning starting after ``learning_starts`` env steps."""
     from ddrl.config.study import Study
