@@ -142,25 +142,32 @@ def thesis_times() -> dict[tuple[str, int, int], float]:
             for r in t.itertuples()}
 
 
+def base_runners(thesis: dict[tuple[str, int, int], float], algorithm: str) -> int:
+    """The runner count speedups are relative to: the thesis's smallest CPU-only worker count
+    for the algorithm (PPO: 2, the thesis has no 1-worker CPU PPO run), else 1; ddrl's
+    speedups use the same base, so the two columns compare like with like."""
+    return min((n for a, n, g in thesis if a == algorithm and g == 0), default=1)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: per experiment and algorithm, s/iteration and speedup over 1 runner without
-    GPU, ddrl on this machine beside the thesis."""
+    """Markdown: per experiment and algorithm, s/iteration and speedup over the base runner
+    count without GPU (``base_runners``), ddrl on this machine beside the thesis."""
     thesis = thesis_times()
     out = ["| experiment | algorithm | runners | GPU | learner on | s / iteration | speedup "
            "| env steps/s | updates / iteration | thesis s / iteration | thesis speedup |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     base: dict[tuple[str, str], float] = {}
     for r in rows:
-        if r.get("error") is None and r["runners"] == 1 and r["gpus"] == 0:
+        if (r.get("error") is None and r["gpus"] == 0
+                and r["runners"] == base_runners(thesis, r["algorithm"])):
             base[(r["experiment"], r["algorithm"])] = r["seconds_per_iter"]
     experiments = list(dict.fromkeys(r["experiment"] for r in rows))
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
     rows = sorted(rows, key=lambda r: (experiments.index(r["experiment"]),
                                        algorithms.index(r["algorithm"]), r["runners"], r["gpus"]))
     for r in rows:
-        key = (r["algorithm"], r["runners"], r["gpus"])
-        t_ref = thesis.get(key)
-        t_base = thesis.get((r["algorithm"], 1, 0))
+        t_ref = thesis.get((r["algorithm"], r["runners"], r["gpus"]))
+        t_base = thesis.get((r["algorithm"], base_runners(thesis, r["algorithm"]), 0))
         t_cells = (f"{t_ref:.2f}" if t_ref else "-",
                    f"{t_base / t_ref:.2f}" if t_ref and t_base else "-")
         head = f"| {r['experiment']} | {r['algorithm']} | {r['runners']} | {r['gpus']} |"

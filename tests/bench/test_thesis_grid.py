@@ -99,7 +99,13 @@ def test_runner_counts_are_timed_in_the_order_given_and_tabled_in_order():
              "iterations": 2, "updates": float("nan")} for n in (1, 16, 4)]
     lines = thesis_grid.table(rows).splitlines()[2:]
     assert [line.split(" | ")[2] for line in lines] == ["1", "4", "16"]
-    assert "| 16 | 0 | cpu | 2.50 | 16.00 | 1600 | - | 11.34 |" in lines[2]
+    # No 2-runner row measured, so no base: PPO's speedups are relative to 2 runners, as the
+    # thesis has no 1-worker CPU PPO run; the thesis's own: 34.54 / 11.34.
+    assert "| 16 | 0 | cpu | 2.50 | - | 1600 | - | 11.34 | 3.05 |" in lines[2]
+    rows.append({**rows[0], "runners": 2, "seconds_per_iter": 20.0})
+    lines = thesis_grid.table(rows).splitlines()[2:]
+    assert "| 16 | 0 | cpu | 2.50 | 8.00 | 1600 | - | 11.34 | 3.05 |" in lines[3]
+    assert "| 1 | 0 | cpu | 40.00 | 0.50 |" in lines[0]
 
 
 def test_a_configuration_past_its_time_limit_is_named_as_such():
