@@ -134,42 +134,40 @@ def warmup_steps(spec: Any) -> int:
     return per_iter
 
 
-def thesis_times() -> dict[tuple[str, int, int], float]:
+def thesis_reference() -> dict[tuple[str, int, int], tuple[float, float, int]]:
+    """(algorithm, workers, GPUs) -> (thesis s / iteration, thesis speedup, its reference
+    worker count), from ``ddrl.analysis.scaling.thesis_speedups``: the reference is the
+    1-worker CPU run, or the smallest CPU worker count where the thesis has none (PPO: 2)."""
+    from ddrl.analysis.scaling import thesis_speedups
     from ddrl.analysis.scaling_stage import thesis_iteration_times
 
-    t = thesis_iteration_times()
-    return {(r.algorithm.upper(), int(r.num_workers), int(r.num_gpus)): float(r.iteration_time_s)
-            for r in t.itertuples()}
-
-
-def base_runners(thesis: dict[tuple[str, int, int], float], algorithm: str) -> int:
-    """The runner count speedups are relative to: the thesis's smallest CPU-only worker count
-    for the algorithm (PPO: 2, the thesis has no 1-worker CPU PPO run), else 1; ddrl's
-    speedups use the same base, so the two columns compare like with like."""
-    return min((n for a, n, g in thesis if a == algorithm and g == 0), default=1)
+    return {(r.algorithm.upper(), int(r.num_workers), int(r.num_gpus)):
+            (float(r.iteration_time_s), float(r.speedup), int(r.reference_workers))
+            for r in thesis_speedups(thesis_iteration_times()).itertuples()}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: per experiment and algorithm, s/iteration and speedup over the base runner
-    count without GPU (``base_runners``), ddrl on this machine beside the thesis."""
-    thesis = thesis_times()
+    """Markdown: per experiment and algorithm, s/iteration and speedup over the thesis's
+    reference runner count without GPU (1, PPO 2: ``thesis_reference``), so ddrl's speedup
+    and the thesis's compare like with like; ddrl on this machine beside the thesis."""
+    thesis = thesis_reference()
+    reference = {a: ref for (a, _, _), (_, _, ref) in thesis.items()}
     out = ["| experiment | algorithm | runners | GPU | learner on | s / iteration | speedup "
            "| env steps/s | updates / iteration | thesis s / iteration | thesis speedup |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     base: dict[tuple[str, str], float] = {}
     for r in rows:
         if (r.get("error") is None and r["gpus"] == 0
-                and r["runners"] == base_runners(thesis, r["algorithm"])):
+                and r["runners"] == reference.get(r["algorithm"], 1)):
             base[(r["experiment"], r["algorithm"])] = r["seconds_per_iter"]
     experiments = list(dict.fromkeys(r["experiment"] for r in rows))
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
     rows = sorted(rows, key=lambda r: (experiments.index(r["experiment"]),
                                        algorithms.index(r["algorithm"]), r["runners"], r["gpus"]))
     for r in rows:
-        t_ref = thesis.get((r["algorithm"], r["runners"], r["gpus"]))
-        t_base = thesis.get((r["algorithm"], base_runners(thesis, r["algorithm"]), 0))
-        t_cells = (f"{t_ref:.2f}" if t_ref else "-",
-                   f"{t_base / t_ref:.2f}" if t_ref and t_base else "-")
+        t_time, t_speedup, _ = thesis.get((r["algorithm"], r["runners"], r["gpus"]),
+                                          (None, None, None))
+        t_cells = (f"{t_time:.2f}" if t_time else "-", f"{t_speedup:.2f}" if t_speedup else "-")
         head = f"| {r['experiment']} | {r['algorithm']} | {r['runners']} | {r['gpus']} |"
         if r.get("error"):
             out.append(f"{head} - | failed: {r['error'][:80]} | | | | {t_cells[0]} | {t_cells[1]} |")
@@ -192,7 +190,7 @@ def plot_series(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str], list[t
         series.setdefault((r["algorithm"], r["gpus"], "ddrl"), []).append(
             (r["runners"], r["seconds_per_iter"]))
     measured = {r["algorithm"] for r in ok}
-    for (algo, n, gpus), t in thesis_times().items():
+    for (algo, n, gpus), (t, _, _) in thesis_reference().items():
         if algo in measured:
             series.setdefault((algo, gpus, "thesis"), []).append((n, t))
     return {k: sorted(v) for k, v in series.items()}
@@ -202,12 +200,8 @@ def plot(rows: list[dict[str, Any]], png: str) -> None:
     """Seconds per iteration against env runners, one panel per algorithm: this machine's CPU
     and GPU learners (solid) beside the thesis's (dashed), log-log, so equal slopes mean equal
     scaling whatever the hardware."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from ddrl import atomic
+    from ddrl.figures.style import GRID_ALPHA, plt  # headless backend
 
     series = plot_series(rows)
     algorithms = list(dict.fromkeys(a for a, _, source in series if source == "ddrl"))
@@ -225,7 +219,7 @@ def plot(rows: list[dict[str, Any]], png: str) -> None:
                             label=f"{source}, {label}")
         ax.set(xscale="log", yscale="log", title=algo, xlabel="env runners (thesis: workers)",
                ylabel="s / iteration")
-        ax.grid(alpha=0.3, which="both")
+        ax.grid(alpha=GRID_ALPHA, which="both")
         ax.legend(fontsize=7)
     fig.tight_layout()
     with atomic.atomic_path(png) as tmp:
@@ -310,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             row: dict[str, Any] = {"experiment": experiment, "algorithm": spec.algorithm,
                                    "runners": res["num_env_runners"],
                                    "gpus": res["num_gpus_per_learner"], "run_id": spec.run_id,
-                                   "started_s": round(elapsed, 1), **{"machine": info}}
+                                   "started_s": round(elapsed, 1), "machine": info}
             limit = {"expired": False}
             try:
                 with time_limit(args.config_timeout_s) as limit:
