@@ -64,7 +64,7 @@ from ddrl.algorithms.common import (
     RLLIB1_ROUND_ROBIN,
     UPDATE_SCHEDULES,
 )
-from ddrl.algorithms.fastpath import CapturedSteps, prefer_fused_adam
+from ddrl.algorithms.fastpath import CapturedSteps, FusedAdamStep, prefer_fused_adam
 from ddrl.algorithms.replay import (
     COLUMNS,
     DeviceReplayBuffer,
@@ -131,8 +131,9 @@ class TransitionReplayConfig(SACConfig):
             updates_per_step: gradient steps per sampled env step (transition buffer,
                 ``fixed_ratio`` schedule).
             update_schedule: ``fixed_ratio`` or ``rllib1_round_robin`` (module docstring).
-            learner_num_threads: torch threads of a CPU learner (None: $DDRL_LEARNER_THREADS,
-                default 1).
+            learner_num_threads: threads of a CPU learner (None: $DDRL_LEARNER_THREADS,
+                default 1); with 2 or more, each gradient is computed on that many parts
+                of the minibatch, one thread each (:func:`limit_learner_threads`).
             sample_while_learning: with remote env runners, let them sample the next
                 fragment while the learner trains (one fragment of policy lag).
             replay_on_learner: keep the replay buffer on the learner's device (None: when
@@ -231,20 +232,27 @@ class TransitionReplayConfig(SACConfig):
         return super().get_rollout_fragment_length(worker_index)
 
 
-def limit_learner_threads(learner: Any, twin_split: bool = False) -> None:
+# At most this many minibatch parts on threads; more threads go to torch's kernels.
+MAX_BATCH_PARTS = 4
+
+
+def limit_learner_threads(learner: Any) -> None:
     """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``).
 
-    With ``twin_split`` (SAC) and 2 or more threads, the twin critics run on two threads of
-    half the torch threads each (``learner._twin_threads``) instead of torch's OpenMP
-    threads sharing every op: on the 2-core box 2 OpenMP threads made SAC 4x *slower*
-    (their barrier waits collide with the env runner), the split does not (docs/benchmarks.md).
+    With 2 or more threads the update runs on that many parts of the minibatch, one Python
+    thread of one torch thread each (``learner._batch_parts``, see
+    :class:`~ddrl.algorithms.fastpath.SplitBatch`; at most :data:`MAX_BATCH_PARTS`), instead
+    of torch's OpenMP threads sharing every op: on the 2-core box 2 OpenMP threads made SAC
+    4x *slower* (their barrier waits collide with the env runner), the split does not
+    (docs/benchmarks.md). A GPU learner keeps one part.
     """
     from ddrl.training.runtime import learner_thread_count
 
     threads = int(getattr(learner.config, "learner_num_threads", None) or learner_thread_count())
-    learner._twin_threads = bool(twin_split and threads >= 2 and learner._device.type == "cpu")
-    if learner._device.type == "cpu":
-        torch.set_num_threads(max(1, threads // 2) if learner._twin_threads else threads)
+    on_cpu = learner._device.type == "cpu"
+    learner._batch_parts = min(threads, MAX_BATCH_PARTS) if on_cpu else 1
+    if on_cpu:
+        torch.set_num_threads(max(1, threads // learner._batch_parts))
 
 
 def captured_steps_for(learner: Any) -> CapturedSteps:
@@ -275,6 +283,14 @@ class OffPolicyStep:
 
     def __init__(self) -> None:
         self._slots: Optional[Dict[str, torch.Tensor]] = None
+        self._adam_steps: Dict[torch.optim.Optimizer, FusedAdamStep] = {}
+
+    def step_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """``optimizer.step()``, through :class:`FusedAdamStep` (same update, less Python)."""
+        stepper = self._adam_steps.get(optimizer)
+        if stepper is None:
+            stepper = self._adam_steps[optimizer] = FusedAdamStep(optimizer)
+        stepper()
 
     def begin_call(self) -> None:
         """Called once per learner call, before its updates."""

@@ -13,10 +13,12 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
 
-from ddrl.algorithms.fastpath import CapturedSteps, prefer_fused_adam
+from ddrl.algorithms.fastpath import (CapturedSteps, FusedAdamStep, PlainMLP, SplitBatch,
+                                      prefer_fused_adam)
 from ddrl.algorithms.replay import DeviceReplayBuffer
 from ddrl.algorithms.sac import losses as sac_losses
 from ddrl.algorithms.sac.sac import FastSACConfig
+from ddrl.algorithms.td3.learner import PlainTD3Networks
 from ddrl.algorithms.td3.td3 import TD3Config
 from helpers.offpolicy import perturb_targets, random_transitions
 
@@ -39,6 +41,16 @@ def _sac_learner(**training):
     module = learner.module["default_policy"].unwrapped()
     perturb_targets(module)
     return learner, module
+
+
+def _td3_learner(**training):
+    training = {"actor_hiddens": [16, 16], "critic_hiddens": [16, 16], "policy_delay": 2,
+                "num_steps_sampled_before_learning_starts": 0, **training}
+    config = (TD3Config().environment(observation_space=SPACES[0], action_space=SPACES[1])
+              .training(**training).debugging(seed=3))
+    torch.manual_seed(3)
+    learner = config.build_learner(spaces={"default_policy": SPACES})
+    return learner, learner.module["default_policy"].unwrapped()
 
 
 def _batch(seed=0, n=N):
@@ -240,13 +252,8 @@ def test_learner_side_buffer_update_trains_on_cpu_tensors(algo):
     def build():
         if algo == "SAC":
             return _sac_learner(replay_on_learner=True, train_batch_size=N)[0]
-        config = (TD3Config().environment(observation_space=SPACES[0], action_space=SPACES[1])
-                  .training(actor_hiddens=[8], critic_hiddens=[8, 8], policy_delay=2,
-                            target_noise=0.0, train_batch_size=N, replay_on_learner=True,
-                            num_steps_sampled_before_learning_starts=0)
-                  .debugging(seed=3))
-        torch.manual_seed(3)
-        return config.build_learner(spaces={"default_policy": SPACES})
+        return _td3_learner(actor_hiddens=[8], critic_hiddens=[8, 8], target_noise=0.0,
+                            train_batch_size=N, replay_on_learner=True)[0]
 
     learner, host = build(), build()  # identical networks (same seeds)
     module = learner.module["default_policy"].unwrapped()
@@ -282,22 +289,53 @@ def test_learner_side_buffer_update_trains_on_cpu_tensors(algo):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
-def test_sac_twin_critics_on_two_threads_give_the_sequential_update():
-    sequential, seq_module = _sac_learner(learner_num_threads=1)
-    threaded, thr_module = _sac_learner(learner_num_threads=2)
-    assert threaded._twin_threads and not sequential._twin_threads
-    assert torch.get_num_threads() == 1  # 2 threads = 2 twin threads of 1 torch thread each
+@pytest.mark.parametrize("algo", ["SAC", "TD3"])
+def test_minibatch_parts_on_two_threads_give_the_whole_batch_update(algo):
+    """learner_num_threads: 2 computes each gradient on two halves of the minibatch on two
+    threads and sums them: the same update as the whole batch, to float summation order."""
+    make = _sac_learner if algo == "SAC" else _td3_learner
+    whole, whole_module = make(learner_num_threads=1)
+    halves, halves_module = make(learner_num_threads=2)
+    assert (whole._batch_parts, halves._batch_parts) == (1, 2)
+    assert torch.get_num_threads() == 1  # 2 threads = 2 parts of 1 torch thread each
+    assert halves.fast_step("default_policy").split.parts == 2
+    initial = [p.detach().clone() for p in whole_module.parameters()]
     batch = _batch(n=4 * N)
-    for learner in (sequential, threaded):
+    stats = []
+    for learner in (whole, halves):
         torch.manual_seed(4)
-        stats = learner.update_from_transitions(batch, num_updates=4, batch_size=N)
-        assert np.isfinite(stats["critic_loss"])
-    assert thr_module is not seq_module
-    for (name, p), q in zip(thr_module.named_parameters(), seq_module.parameters()):
-        # Same maths; autograd may add the two critics' gradients w.r.t. the actions in the
-        # other order (node order is per thread), so equal to float rounding.
+        stats.append(learner.update_from_transitions(batch, num_updates=4, batch_size=N))
+    assert halves_module is not whole_module
+    trained = [not torch.equal(p, p0) for p, p0 in zip(whole_module.parameters(), initial)]
+    assert sum(trained) >= len(initial) // 2  # the nets (not all targets at tau) moved
+    for (name, p), q in zip(halves_module.named_parameters(), whole_module.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
-    assert threaded.fast_step("default_policy").twins.enabled
+        # The summed gradients themselves (Adam's first steps hardly see their scale).
+        assert (p.grad is None) == (q.grad is None), name
+        if p.grad is not None:
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6, msg=name)
+    assert sum(p.grad is not None for p in halves_module.parameters()) >= 6
+    for key in ("critic_loss", "q_mean", "actor_loss"):
+        assert stats[1][key] == pytest.approx(stats[0][key], rel=1e-5, abs=1e-6), key
+    # Every optimiser (SAC: 2 critics, actor, temperature; TD3: critics, actor) stepped
+    # through FusedAdamStep's direct kernel call once its state existed.
+    steppers = list(halves.fast_step("default_policy")._adam_steps.values())
+    assert len(steppers) == (4 if algo == "SAC" else 2)
+    assert all(s._state_dict is s.optimizer.state for s in steppers)
+
+
+def test_split_batch_weights_parts_by_their_rows():
+    split = SplitBatch(3)
+    batch = {"x": torch.arange(10.0)}
+    parts = split.map(lambda part, weight: (part["x"].tolist(), weight), batch)
+    assert [rows for rows, _ in parts] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0],
+                                           [6.0, 7.0, 8.0, 9.0]]
+    assert [w for _, w in parts] == pytest.approx([0.3, 0.3, 0.4])
+    # Grad mode follows the caller onto the helper threads.
+    with torch.no_grad():
+        modes = split.map(lambda part, weight: torch.is_grad_enabled(), batch)
+    assert modes == [False, False, False]
+    assert SplitBatch(1).map(lambda part, weight: (part is batch, weight), batch) == [(True, 1.0)]
 
 
 def test_sac_temperature_survives_a_learner_checkpoint(tmp_path):
@@ -327,13 +365,84 @@ def test_target_updates_leave_no_autograd_history(algo):
     if algo == "SAC":
         learner = _sac_learner()[0]
     else:
-        learner = (TD3Config().environment(observation_space=SPACES[0], action_space=SPACES[1])
-                   .training(actor_hiddens=[8], critic_hiddens=[8], policy_delay=1,
-                             num_steps_sampled_before_learning_starts=0)
-                   .build_learner(spaces={"default_policy": SPACES}))
+        learner = _td3_learner(actor_hiddens=[8], critic_hiddens=[8], policy_delay=1)[0]
     module = learner.module["default_policy"].unwrapped()
     targets = [p for _, target in module.get_target_network_pairs() for p in target.parameters()]
     before = [p.detach().clone() for p in targets]
     learner.update_from_transitions(_batch(n=4 * N), 4, N)
     assert any(not torch.equal(a, b) for a, b in zip(before, targets))  # they did move
     assert all(p.grad_fn is None and not p.requires_grad for p in targets)
+
+
+def test_plain_mlp_equals_the_modules_and_declines_what_it_cannot_call():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(),
+                              torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh()),
+                              torch.nn.Linear(8, 2))
+    plain = PlainMLP.of(net)
+    x = torch.randn(5, 3)
+    assert torch.equal(plain(x), net(x))
+    assert [p.data_ptr() for p in plain.parameters()] == [p.data_ptr() for p in net.parameters()]
+    # The SAC learner's policy and critics are plain: the update runs without module calls.
+    step = _sac_learner()[0].fast_step("default_policy")
+    assert all(isinstance(f, PlainMLP) for f in [step.pi, *step.qs, *step.target_qs])
+    # Anything else falls back to the modules (mlp_chain) or is refused (PlainMLP.of).
+    assert PlainMLP.of(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))) is None
+    assert PlainMLP.of(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(3, 4))) is None
+    clipping_head = torch.nn.Linear(3, 4)
+    clipping_head.clip_log_std = True
+    assert PlainMLP.of(clipping_head) is None
+
+
+def test_td3_step_on_plain_networks_equals_the_module_path():
+    plain_learner, plain_module = _td3_learner()
+    module_learner, module_module = _td3_learner()
+    assert isinstance(plain_learner.fast_step("default_policy").nets, PlainTD3Networks)
+    module_learner.fast_step("default_policy").nets = module_module  # the modules' forward
+    batch = _batch(n=4 * N)
+    for learner in (plain_learner, module_learner):
+        torch.manual_seed(2)
+        learner.update_from_transitions(batch, num_updates=4, batch_size=N)
+    for (name, p), q in zip(plain_module.named_parameters(), module_module.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
+    # A network that is not a plain Actor/Critic MLP keeps the module path.
+    plain_module.critic2 = torch.nn.Linear(1, 1)
+    assert PlainTD3Networks.of(plain_module) is None
+
+
+def test_fused_adam_step_is_bitwise_optimizer_step_and_follows_restored_state():
+    def make():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        return net, torch.optim.Adam(net.parameters(), lr=1e-2, eps=1e-7, fused=True)
+
+    def grads(net, seed):
+        g = torch.Generator().manual_seed(seed)
+        for p in net.parameters():
+            p.grad = torch.randn(p.shape, generator=g)
+
+    (ref, ref_opt), (net, opt) = make(), make()
+    direct = FusedAdamStep(opt)
+    for seed in range(4):
+        grads(ref, seed), grads(net, seed)
+        ref_opt.step()
+        direct()  # the first call creates the state through opt.step(), later ones direct
+    assert direct._state_dict is opt.state
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert torch.equal(p, q)
+    assert all(torch.equal(opt.state[p]["step"], torch.tensor(4.0)) for p in net.parameters())
+
+    # Restored optimiser state (a new state dict) is picked up, not the stale tensors.
+    opt.load_state_dict(copy.deepcopy(ref_opt.state_dict()))
+    grads(ref, 9), grads(net, 9)
+    ref_opt.step()
+    direct()
+    assert direct._state_dict is opt.state
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert torch.equal(p, q)
+
+    # With a hook registered, the optimiser's own step runs (and so does the hook).
+    calls = []
+    opt.register_step_post_hook(lambda *_: calls.append(1))
+    direct()
+    assert calls == [1]

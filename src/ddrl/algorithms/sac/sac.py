@@ -23,7 +23,7 @@ subclass).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Mapping, Optional, Type, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Type, Union
 
 import gymnasium as gym
 import numpy as np
@@ -42,7 +42,8 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.numpy import MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT
 from ray.rllib.utils.typing import ModuleID
 
-from ddrl.algorithms.fastpath import TwinThreads, mlp_chain
+from ddrl.algorithms.fastpath import (SplitBatch, mlp_chain, optimizer_params, sum_gradients,
+                                      weighted)
 from ddrl.algorithms.offpolicy import (
     FastUpdateLearner,
     OffPolicyStep,
@@ -196,13 +197,15 @@ def tanh_log_jacobian(unsquashed: torch.Tensor) -> torch.Tensor:
     return 2.0 * (math.log(2.0) - unsquashed - F.softplus(-2.0 * unsquashed))
 
 
-def squashed_gaussian_sample(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def squashed_gaussian_sample(logits: torch.Tensor, noise: torch.Tensor | None = None,
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
     """A reparameterised action in [-1, 1] and its log-probability, as RLlib's
     ``TorchSquashedGaussian.from_logits(logits).rsample_and_logp()`` computes them (same
-    operations and random stream), without building distribution objects."""
+    operations and random stream), without building distribution objects. ``noise``: the
+    standard normal draws to use (default: drawn here, as RLlib does)."""
     loc, log_std = logits.chunk(2, dim=-1)
     scale = torch.clamp(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT).exp()
-    unsquashed = loc + torch.randn_like(loc) * scale
+    unsquashed = loc + (torch.randn_like(loc) if noise is None else noise) * scale
     normal_logp = (-((unsquashed - loc) ** 2) / (2 * scale ** 2) - scale.log()
                    - math.log(math.sqrt(2 * math.pi)))
     jacobian = tanh_log_jacobian(unsquashed)
@@ -223,7 +226,7 @@ class SACStep(OffPolicyStep):
         self.critic_opts = [optims["qf"]] + ([optims["qf_twin"]] if config.twin_q else [])
         self.actor_opt, self.alpha_opt = optims["policy"], optims["alpha"]
         self.optimizers = [*self.critic_opts, self.actor_opt, self.alpha_opt]
-        self.actor_params = [p for g in self.actor_opt.param_groups for p in g["params"]]
+        self.actor_params = optimizer_params(self.actor_opt)
         self.log_alpha = learner.curr_log_alpha[module_id]
         self.target_entropy = learner.target_entropy[module_id]
         self.pi = mlp_chain(module.pi_encoder, module.pi)
@@ -236,63 +239,97 @@ class SACStep(OffPolicyStep):
         self.discount = config.gamma ** config.n_step
         self.tau = config.tau
         self.critic_loss_kind = config.critic_loss
-        self.twins = TwinThreads(getattr(learner, "_twin_threads", False))
+        self.q_params = [list(q.parameters()) for q in self.qs]
+        self.split = SplitBatch(getattr(learner, "_batch_parts", 1))
         # Metric names shared with TD3's learner: critic_loss, actor_loss, q_mean.
         self.acc = {k: torch.zeros((), device=learner._device)
                     for k in ("critic_loss", "actor_loss", "alpha_loss", "q_mean", "logps")}
 
     def run(self, batch: Mapping[str, torch.Tensor], kind: Any = None) -> None:
-        """One SAC update (critics, then actor and temperature, then Polyak)."""
-        obs, actions = batch["obs"].float(), batch["actions"].float()
-        rewards, next_obs = batch["rewards"].float(), batch["next_obs"].float()
+        """One SAC update (critics, then actor and temperature, then Polyak), each gradient
+        computed over the minibatch's parts (:class:`SplitBatch`; one part by default)."""
+        batch = {k: batch[k].float() for k in ("obs", "actions", "rewards", "next_obs",
+                                               "terminateds")}
+        # The actions' noise, drawn in the order RLlib draws it: s' first, then s.
+        batch["next_noise"] = torch.randn_like(batch["actions"])
+        batch["noise"] = torch.randn_like(batch["actions"])
         alpha = self.log_alpha.detach().exp()
 
-        # Critics (the twins on two threads when enabled: they share no parameters).
-        with torch.no_grad():
-            next_actions, next_logp = squashed_gaussian_sample(self.pi(next_obs))
-            next_in = torch.cat([next_obs, next_actions], dim=-1)
-            next_qs = self.twins.map(lambda q: q(next_in).squeeze(-1), self.target_qs)
-            next_q = next_qs[0]
-            for other in next_qs[1:]:
-                next_q = torch.min(next_q, other)
-            target = losses.critic_targets(rewards, batch["terminateds"], next_q, next_logp,
-                                           alpha, self.discount)
-        obs_actions = torch.cat([obs, actions], dim=-1)
+        # Critics: both from the same targets; each has its own optimiser.
+        critic_parts = self.split.map(
+            lambda part, weight: self._critic_gradients(part, weight, alpha), batch)
 
-        def critic_step(q_and_opt: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-            q, opt = q_and_opt
+        def critic_step(i: int) -> Callable[[], None]:
+            def step() -> None:
+                sum_gradients(self.q_params[i], [grads[i] for grads, _, _ in critic_parts])
+                self.step_optimizer(self.critic_opts[i])
+            return step
+
+        self.split.concurrently(*(critic_step(i) for i in range(len(self.qs))))
+        critic_loss = sum(sum(terms) for _, terms, _ in critic_parts)
+        q_mean = sum(q_mean for _, _, q_mean in critic_parts)
+
+        # Actor (w.r.t. the policy only; the critics' grads stay untouched), on the updated
+        # critics.
+        actor_parts = self.split.map(
+            lambda part, weight: self._actor_gradients(part, weight, alpha), batch)
+        actor_loss = sum(loss for _, loss, _ in actor_parts)
+        logp = torch.cat([logp for _, _, logp in actor_parts])
+
+        def actor_and_temperature_steps() -> torch.Tensor:
+            sum_gradients(self.actor_params, [grads for grads, _, _ in actor_parts])
+            self.step_optimizer(self.actor_opt)
+            alpha_loss = losses.alpha_loss(self.log_alpha, logp, self.target_entropy)
+            self.alpha_opt.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+            self.step_optimizer(self.alpha_opt)
+            return alpha_loss
+
+        # The critics' targets follow the updated critics (the actor step does not use them).
+        alpha_loss, _ = self.split.concurrently(actor_and_temperature_steps,
+                                                lambda: polyak_update(self.pairs, self.tau))
+        self.acc["critic_loss"] += critic_loss / len(self.qs)
+        self.acc["actor_loss"] += actor_loss
+        self.acc["alpha_loss"] += alpha_loss.detach()
+        self.acc["q_mean"] += q_mean
+        self.acc["logps"] += logp.mean()
+
+    def _critic_gradients(self, part: Mapping[str, torch.Tensor], weight: float,
+                          alpha: torch.Tensor) -> tuple[list, list, torch.Tensor]:
+        """Each critic's loss gradient on a part of the minibatch (weighted by its share),
+        the weighted losses, and the part's weighted mean Q1(s, a)."""
+        next_obs = part["next_obs"]
+        with torch.no_grad():
+            next_actions, next_logp = squashed_gaussian_sample(self.pi(next_obs),
+                                                               part["next_noise"])
+            next_in = torch.cat([next_obs, next_actions], dim=-1)
+            next_q = self.target_qs[0](next_in).squeeze(-1)
+            for target_q in self.target_qs[1:]:
+                next_q = torch.min(next_q, target_q(next_in).squeeze(-1))
+            target = losses.critic_targets(part["rewards"], part["terminateds"], next_q,
+                                           next_logp, alpha, self.discount)
+        obs_actions = torch.cat([part["obs"], part["actions"]], dim=-1)
+        grads, terms, q_mean = [], [], None
+        for q, params in zip(self.qs, self.q_params):
             value = q(obs_actions).squeeze(-1)
             # This critic's term of the sum.
-            loss = losses.critic_loss([value], target, self.critic_loss_kind)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            return loss.detach(), value.detach()
+            loss = weighted(losses.critic_loss([value], target, self.critic_loss_kind), weight)
+            grads.append(torch.autograd.grad(loss, params))
+            terms.append(loss.detach())
+            if q_mean is None:
+                q_mean = weighted(value.detach().mean(), weight)
+        return grads, terms, q_mean
 
-        critic_terms = self.twins.map(critic_step, list(zip(self.qs, self.critic_opts)))
-        critic_loss = sum(term for term, _ in critic_terms)
-
-        # Actor: gradients w.r.t. the policy only (the critics' grads stay untouched).
-        new_actions, logp = squashed_gaussian_sample(self.pi(obs))
+    def _actor_gradients(self, part: Mapping[str, torch.Tensor], weight: float,
+                         alpha: torch.Tensor) -> tuple[tuple, torch.Tensor, torch.Tensor]:
+        """The actor loss's gradient w.r.t. the policy on a part of the minibatch (weighted
+        by its share), the weighted loss, and the part's log-probabilities."""
+        obs = part["obs"]
+        new_actions, logp = squashed_gaussian_sample(self.pi(obs), part["noise"])
         obs_new_actions = torch.cat([obs, new_actions], dim=-1)
-        q_new = self.twins.map(lambda q: q(obs_new_actions).squeeze(-1), self.qs)
-        actor_loss = losses.actor_loss(logp, q_new, alpha)
-        for p, g in zip(self.actor_params, torch.autograd.grad(actor_loss, self.actor_params)):
-            p.grad = g
-        self.actor_opt.step()
-
-        # Temperature.
-        alpha_loss = losses.alpha_loss(self.log_alpha, logp, self.target_entropy)
-        self.alpha_opt.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.alpha_opt.step()
-
-        polyak_update(self.pairs, self.tau)
-        self.acc["critic_loss"] += critic_loss / len(critic_terms)
-        self.acc["actor_loss"] += actor_loss.detach()
-        self.acc["alpha_loss"] += alpha_loss.detach()
-        self.acc["q_mean"] += critic_terms[0][1].mean()
-        self.acc["logps"] += logp.detach().mean()
+        q_new = [q(obs_new_actions).squeeze(-1) for q in self.qs]
+        loss = weighted(losses.actor_loss(logp, q_new, alpha), weight)
+        return torch.autograd.grad(loss, self.actor_params), loss.detach(), logp.detach()
 
     def results(self, num_updates: int) -> Dict[str, float]:
         """Mean losses since the last call (one host sync), and reset the accumulators."""
@@ -332,7 +369,7 @@ class FastSACTorchLearner(FastUpdateLearner, SACTorchLearner):
 
     def build(self) -> None:
         super().build()
-        limit_learner_threads(self, twin_split=True)
+        limit_learner_threads(self)
         if self.config.uses_transition_buffer:
             for module_id, module in self.module._rl_modules.items():
                 if not isinstance(module.unwrapped().action_space, gym.spaces.Box):

@@ -26,6 +26,8 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
+from ddrl.algorithms.fastpath import (PlainMLP, SplitBatch, optimizer_params, sum_gradients,
+                                      weighted)
 from ddrl.algorithms.offpolicy import (
     FastUpdateLearner,
     OffPolicyStep,
@@ -33,9 +35,55 @@ from ddrl.algorithms.offpolicy import (
     polyak_update,
 )
 from ddrl.algorithms.td3 import losses
+from ddrl.algorithms.td3.module import Actor, Critic
 
 CRITIC = "critic"
 ACTOR = "actor"
+
+
+class PlainTD3Networks:
+    """TD3's actor and critics (and their targets) as :class:`PlainMLP` tensor ops, with the
+    module methods :mod:`ddrl.algorithms.td3.losses` calls: the same maths and parameters
+    without ``nn.Module`` calls on every layer."""
+
+    NETS = ("actor", "target_actor", "critic1", "critic2", "target_critic1", "target_critic2")
+
+    def __init__(self, nets: Dict[str, PlainMLP]) -> None:
+        self.nets = nets
+
+    @classmethod
+    def of(cls, module: Any) -> "PlainTD3Networks | None":
+        """The plain form of a :class:`TD3TorchRLModule`'s networks, or None when one is
+        not a plain ``Actor``/``Critic`` MLP."""
+        kinds = {"actor": Actor, "target_actor": Actor}
+        nets = {}
+        for name in cls.NETS:
+            net = getattr(module, name, None)
+            if type(net) is not kinds.get(name, Critic):
+                return None
+            nets[name] = PlainMLP.of(net.net)
+            if nets[name] is None:
+                return None
+        return cls(nets)
+
+    def actor(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.nets["actor"](obs))
+
+    def target_actor(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.nets["target_actor"](obs))
+
+    def q1(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.nets["critic1"](torch.cat([obs, action], dim=-1)).squeeze(-1)
+
+    def q(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([obs, action], dim=-1)
+        return self.nets["critic1"](x).squeeze(-1), self.nets["critic2"](x).squeeze(-1)
+
+    def target_q(self, obs: torch.Tensor, action: torch.Tensor,
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([obs, action], dim=-1)
+        return (self.nets["target_critic1"](x).squeeze(-1),
+                self.nets["target_critic2"](x).squeeze(-1))
 
 
 class TD3Step(OffPolicyStep):
@@ -50,6 +98,11 @@ class TD3Step(OffPolicyStep):
         optims = dict(learner.get_optimizers_for_module(module_id))
         self.critic_opt, self.actor_opt = optims[CRITIC], optims[ACTOR]
         self.optimizers = [self.critic_opt, self.actor_opt]
+        self.critic_params = optimizer_params(self.critic_opt)
+        self.actor_params = optimizer_params(self.actor_opt)
+        self.split = SplitBatch(getattr(learner, "_batch_parts", 1))
+        # What the losses call: the networks as plain tensor ops where they are plain MLPs.
+        self.nets = PlainTD3Networks.of(module) or module
         self.pairs = module.get_target_network_pairs()
         self.gamma, self.tau, self.policy_delay = config.gamma, config.tau, config.policy_delay
         self.noise_std, self.noise_clip = config.target_noise, config.target_noise_clip
@@ -75,20 +128,40 @@ class TD3Step(OffPolicyStep):
 
     def update(self, batch: Mapping[str, torch.Tensor], with_actor: bool,
                noise: torch.Tensor | None = None) -> None:
-        module = self.module
-        targets = losses.critic_targets(module, batch, gamma=self.gamma,
-                                        noise_std=self.noise_std, noise_clip=self.noise_clip,
-                                        noise=noise)
-        closs, q1, _ = losses.critic_loss(module, batch, targets)
-        self.critic_opt.zero_grad(set_to_none=True)
-        closs.backward()
-        self.critic_opt.step()
-        self.acc["critic_loss"] += closs.detach()
-        self.acc["q_mean"] += q1.detach().mean()
+        """One critic step (and the actor step and Polyak update when ``with_actor``), each
+        gradient computed over the minibatch's parts (:class:`SplitBatch`)."""
+        batch = {k: batch[k] for k in ("obs", "actions", "rewards", "next_obs", "terminateds")}
+        if noise is not None:
+            batch["noise"] = noise
+        critic_parts = self.split.map(self._critic_gradients, batch)
+        sum_gradients(self.critic_params, [grads for grads, _, _ in critic_parts])
+        self.step_optimizer(self.critic_opt)
+        self.acc["critic_loss"] += sum(loss for _, loss, _ in critic_parts)
+        self.acc["q_mean"] += sum(q_mean for _, _, q_mean in critic_parts)
         if with_actor:
-            self.acc["actor_loss"] += TD3TorchLearner._actor_step(module, self.actor_opt,
-                                                                  batch["obs"])
+            actor_parts = self.split.map(self._actor_gradients, batch)
+            sum_gradients(self.actor_params, [grads for grads, _ in actor_parts])
+            self.step_optimizer(self.actor_opt)
+            self.acc["actor_loss"] += sum(loss for _, loss in actor_parts)
             polyak_update(self.pairs, self.tau)
+
+    def _critic_gradients(self, part: Mapping[str, torch.Tensor], weight: float,
+                          ) -> tuple[tuple, torch.Tensor, torch.Tensor]:
+        """Both critics' loss gradient on a part of the minibatch (weighted by its share),
+        the weighted loss and the part's weighted mean Q1(s, a)."""
+        targets = losses.critic_targets(self.nets, part, gamma=self.gamma,
+                                        noise_std=self.noise_std, noise_clip=self.noise_clip,
+                                        noise=part.get("noise"))
+        closs, q1, _ = losses.critic_loss(self.nets, part, targets)
+        closs = weighted(closs, weight)
+        return (torch.autograd.grad(closs, self.critic_params), closs.detach(),
+                weighted(q1.detach().mean(), weight))
+
+    def _actor_gradients(self, part: Mapping[str, torch.Tensor], weight: float,
+                         ) -> tuple[tuple, torch.Tensor]:
+        """The actor loss's gradient w.r.t. the actor on a part of the minibatch."""
+        loss = weighted(losses.actor_loss(self.nets, part["obs"]), weight)
+        return torch.autograd.grad(loss, self.actor_params), loss.detach()
 
     def results(self, num_updates: int) -> Dict[str, float]:
         """Mean losses of this call (one host sync); resets the sums, counts the updates."""
@@ -199,10 +272,8 @@ class TD3TorchLearner(FastUpdateLearner, TorchLearner):
     @staticmethod
     def _actor_step(module: Any, actor_opt: torch.optim.Optimizer, obs: torch.Tensor) -> torch.Tensor:
         """One actor step on ``-Q1(s, pi(s))``; gradients w.r.t. the actor only."""
-        params = [p for g in actor_opt.param_groups for p in g["params"]]
+        params = optimizer_params(actor_opt)
         loss = losses.actor_loss(module, obs)
-        grads = torch.autograd.grad(loss, params)
-        for p, g in zip(params, grads):
-            p.grad = g
+        sum_gradients(params, [torch.autograd.grad(loss, params)])
         actor_opt.step()
         return loss.detach()
