@@ -39,15 +39,16 @@ HIDDENS_PPO = [64, 64]
 BATCH = 256
 PPO_LAYOUTS = {"ddrl-ppo": (1, 1), "ddrl-ppo-1x8": (1, 8), "ddrl-ppo-2r": (2, 1),
                "ddrl-ppo-2x4": (2, 4)}  # name -> (env runners, envs per runner)
-# ddrl-sac-2t: the learner may use 2 threads (DDRL_LEARNER_THREADS=2: SAC's twin critics
-# on two threads), i.e. the env runner's mostly idle core; SB3 uses torch's 2 threads.
+# ddrl-sac-2t, ddrl-td3-2t: the learner may use 2 threads (DDRL_LEARNER_THREADS=2: each
+# gradient on the two halves of the minibatch, one thread each), i.e. the env runner's
+# mostly idle core; SB3 uses torch's 2 threads.
 ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "ddrl-sac-2t", "sb3-sac", "ddrl-td3",
-         "sb3-td3"]  # the default
+         "ddrl-td3-2t", "sb3-td3"]  # the default
 # The same layouts with RLlib's stock PPO learner (hyperparameter lean_learner: false).
 STOCK_SUFFIX = "-stock"
 PPO_LAYOUTS.update({f"{name}{STOCK_SUFFIX}": layout for name, layout in list(PPO_LAYOUTS.items())})
 PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
-         ("ddrl-sac-2t", "sb3-sac"), ("ddrl-td3", "sb3-td3")]
+         ("ddrl-sac-2t", "sb3-sac"), ("ddrl-td3", "sb3-td3"), ("ddrl-td3-2t", "sb3-td3")]
 
 
 def _ddrl_spec(name: str, args):
