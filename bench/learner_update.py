@@ -2,15 +2,18 @@
 
 Builds each learner for the humanoid's shapes (44 observations, 17 actions), [256, 256]
 networks, and times ``update_from_transitions`` on ``--updates`` minibatches of ``--batch``
-random transitions per call. Each ``--threads`` value is one learner
-(``learner_num_threads``; 2 or more = the gradients on that many parts of the minibatch, one
-thread each); the learners alternate within each of ``--rounds`` rounds so machine noise hits
-them alike. Prints ms per update per round, then the medians and the speedup over 1 thread.
+random transitions per call. Each ``--threads`` value is one learner (``learner_num_threads``),
+and each count of 2 or more one learner per ``--modes`` value (``learner_thread_mode``:
+``kernels``, torch's threads share each op; ``parts``, the gradients on that many parts of the
+minibatch, one Python thread each). The learners alternate within each of ``--rounds`` rounds
+so machine noise hits them alike. Prints ms per update per round, then the medians and the
+speedup over the first thread count.
 
 Usage::
 
     PYTHONPATH=src .venv/bin/python bench/learner_update.py                 # SAC and TD3, 1 vs 2
     PYTHONPATH=src .venv/bin/python bench/learner_update.py --algos SAC --threads 1 2 --rounds 9
+    PYTHONPATH=src .venv/bin/python bench/learner_update.py --modes parts
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 OBS_DIM, ACT_DIM, HIDDENS = 44, 17, [256, 256]
 
 
-def build_learner(algo: str, threads: int, batch: int):
+def build_learner(algo: str, threads: int, batch: int, mode: str = "kernels"):
     import gymnasium as gym
     import numpy as np
 
@@ -33,7 +36,7 @@ def build_learner(algo: str, threads: int, batch: int):
     spaces = (gym.spaces.Box(-5.0, 5.0, (OBS_DIM,), np.float32),
               gym.spaces.Box(-1.0, 1.0, (ACT_DIM,), np.float32))
     common = {"num_steps_sampled_before_learning_starts": 0, "train_batch_size": batch,
-              "learner_num_threads": threads}
+              "learner_num_threads": threads, "learner_thread_mode": mode}
     if algo == "SAC":
         config = (FastSACConfig().training(**common)
                   .rl_module(model_config={"fcnet_hiddens": HIDDENS, "fcnet_activation": "relu"}))
@@ -61,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algos", nargs="+", default=["SAC", "TD3"], choices=["SAC", "TD3"])
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    p.add_argument("--modes", nargs="+", default=["kernels", "parts"], choices=["kernels", "parts"],
+                   help="how 2+ threads are used (learner_thread_mode)")
     p.add_argument("--updates", type=int, default=64, help="updates per learner call")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--rounds", type=int, default=5)
@@ -73,32 +78,33 @@ def main(argv: list[str] | None = None) -> int:
     from harness.throughput import report_json
 
     data = random_transitions(args.updates * args.batch)
+    variants = [(t, m) for t in args.threads for m in (args.modes if t > 1 else ["kernels"])]
     learners, torch_threads = {}, {}
-    for key in ((a, t) for a in args.algos for t in args.threads):
-        learners[key] = build_learner(*key, args.batch)
-        torch_threads[key] = torch.get_num_threads()  # what its build set (per process)
+    for algo in args.algos:
+        for threads, mode in variants:
+            name = f"{algo}-{threads}t" + (f"-{mode}" if threads > 1 else "")
+            learners[name] = build_learner(algo, threads, args.batch, mode)
+            torch_threads[name] = torch.get_num_threads()  # what its build set (per process)
     for learner in learners.values():  # warm-up: optimiser state, allocator
         learner.update_from_transitions(data, min(4, args.updates), args.batch)
-    times: dict = {key: [] for key in learners}
+    times: dict = {name: [] for name in learners}
     for r in range(args.rounds):
-        for (algo, threads), learner in learners.items():
-            torch.set_num_threads(torch_threads[(algo, threads)])
+        for name, learner in learners.items():
+            torch.set_num_threads(torch_threads[name])
             start = time.perf_counter()
             learner.update_from_transitions(data, args.updates, args.batch)
             ms = (time.perf_counter() - start) / args.updates * 1e3
-            times[(algo, threads)].append(ms)
-            print(f"round {r} {algo} threads={threads}: {ms:.2f} ms/update", flush=True)
+            times[name].append(ms)
+            print(f"round {r} {name}: {ms:.2f} ms/update", flush=True)
     summary = {}
     for algo in args.algos:
-        base = statistics.median(times[(algo, args.threads[0])])
-        for threads in args.threads:
-            median = statistics.median(times[(algo, threads)])
-            summary[f"{algo}-{threads}t"] = {"ms_per_update": round(median, 3),
-                                             "speedup": round(base / median, 3)}
-            print(f"{algo} threads={threads}: median {median:.2f} ms/update, "
-                  f"{base / median:.2f}x of {args.threads[0]} thread(s)")
-    report_json({"args": vars(args), "median": summary,
-                 "times_ms": {f"{a}-{t}t": v for (a, t), v in times.items()}}, args.json)
+        names = [n for n in learners if n.startswith(f"{algo}-")]
+        base = statistics.median(times[names[0]])
+        for name in names:
+            median = statistics.median(times[name])
+            summary[name] = {"ms_per_update": round(median, 3), "speedup": round(base / median, 3)}
+            print(f"{name}: median {median:.2f} ms/update, {base / median:.2f}x of {names[0]}")
+    report_json({"args": vars(args), "median": summary, "times_ms": times}, args.json)
     return 0
 
 

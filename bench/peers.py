@@ -39,16 +39,19 @@ HIDDENS_PPO = [64, 64]
 BATCH = 256
 PPO_LAYOUTS = {"ddrl-ppo": (1, 1), "ddrl-ppo-1x8": (1, 8), "ddrl-ppo-2r": (2, 1),
                "ddrl-ppo-2x4": (2, 4)}  # name -> (env runners, envs per runner)
-# ddrl-sac-2t, ddrl-td3-2t: the learner may use 2 threads (DDRL_LEARNER_THREADS=2: each
-# gradient on the two halves of the minibatch, one thread each), i.e. the env runner's
-# mostly idle core; SB3 uses torch's 2 threads.
-ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "ddrl-sac-2t", "sb3-sac", "ddrl-td3",
-         "ddrl-td3-2t", "sb3-td3"]  # the default
+# The learner may use 2 threads (DDRL_LEARNER_THREADS=2), i.e. the env runner's mostly idle
+# core, as SB3 uses torch's 2 threads: ddrl-sac-2t, ddrl-td3-2t as torch's kernel threads,
+# dropped to one while the env runner samples (DDRL_LEARNER_THREAD_MODE=kernels, the
+# default); ddrl-sac-2p, ddrl-td3-2p as two minibatch halves on two Python threads (=parts).
+THREAD_VARIANTS = {"-2t": ("2", "kernels"), "-2p": ("2", "parts")}
+ALGOS = [*PPO_LAYOUTS, "sb3-ppo", "ddrl-sac", "ddrl-sac-2t", "ddrl-sac-2p", "sb3-sac",
+         "ddrl-td3", "ddrl-td3-2t", "ddrl-td3-2p", "sb3-td3"]  # the default
 # The same layouts with RLlib's stock PPO learner (hyperparameter lean_learner: false).
 STOCK_SUFFIX = "-stock"
 PPO_LAYOUTS.update({f"{name}{STOCK_SUFFIX}": layout for name, layout in list(PPO_LAYOUTS.items())})
-PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS), ("ddrl-sac", "sb3-sac"),
-         ("ddrl-sac-2t", "sb3-sac"), ("ddrl-td3", "sb3-td3"), ("ddrl-td3-2t", "sb3-td3")]
+PAIRS = [*((name, "sb3-ppo") for name in PPO_LAYOUTS),
+         *((f"ddrl-{kind}{variant}", f"sb3-{kind}") for kind in ("sac", "td3")
+           for variant in ("", *THREAD_VARIANTS))]
 
 
 def _ddrl_spec(name: str, args):
@@ -72,23 +75,26 @@ def _ddrl_spec(name: str, args):
 def time_ddrl(name: str, args) -> dict:
     from harness.throughput import time_training
 
-    from ddrl.training.runtime import LEARNER_THREADS_ENV
+    from ddrl.training.runtime import LEARNER_THREAD_MODE_ENV, LEARNER_THREADS_ENV
 
     spec = _ddrl_spec(name, args)
     if spec.algorithm == "PPO":
         warmup, timed = args.ppo_batch, args.ppo_batch * args.ppo_iters
     else:
         warmup, timed = args.learning_starts + BATCH, args.steps
-    before = os.environ.get(LEARNER_THREADS_ENV)
-    if name.endswith("-2t"):
-        os.environ[LEARNER_THREADS_ENV] = "2"
+    names = (LEARNER_THREADS_ENV, LEARNER_THREAD_MODE_ENV)
+    before = {k: os.environ.get(k) for k in names}
+    variant = THREAD_VARIANTS.get(name[-3:])
+    if variant:
+        os.environ.update(zip(names, variant))
     try:
         return {"algo": name, **time_training(spec, warmup, timed)}
     finally:
-        if before is None:
-            os.environ.pop(LEARNER_THREADS_ENV, None)
-        else:
-            os.environ[LEARNER_THREADS_ENV] = before
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def time_sb3(name: str, args) -> dict:

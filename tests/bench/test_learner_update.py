@@ -1,5 +1,6 @@
-"""bench/learner_update.py: SAC and TD3 learners at 1 and 2 threads (minibatch parts), timed
-side by side; the summary's speedups are relative to the first thread count."""
+"""bench/learner_update.py: SAC and TD3 learners at 1 and 2 threads (torch's kernel threads
+and minibatch parts), timed side by side; the summary's speedups are relative to the first
+thread count."""
 
 from __future__ import annotations
 
@@ -23,14 +24,23 @@ def test_times_each_learner_and_thread_count(tmp_path, capsys):
     assert learner_update.main(["--threads", "1", "2", "--updates", "2", "--batch", "16",
                                 "--rounds", "2", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert set(result["times_ms"]) == {"SAC-1t", "SAC-2t", "TD3-1t", "TD3-2t"}
+    variants = ("1t", "2t-kernels", "2t-parts")
+    assert set(result["times_ms"]) == {f"{a}-{v}" for a in ("SAC", "TD3") for v in variants}
     assert all(len(v) == 2 and min(v) > 0 for v in result["times_ms"].values())
     for algo in ("SAC", "TD3"):
-        one, two = result["median"][f"{algo}-1t"], result["median"][f"{algo}-2t"]
+        one = result["median"][f"{algo}-1t"]
         assert one["speedup"] == 1.0
-        assert two["speedup"] == pytest.approx(one["ms_per_update"] / two["ms_per_update"],
-                                               rel=1e-2)
-    assert "SAC threads=2: median" in capsys.readouterr().out
+        for variant in variants[1:]:
+            two = result["median"][f"{algo}-{variant}"]
+            assert two["speedup"] == pytest.approx(one["ms_per_update"] / two["ms_per_update"],
+                                                   rel=1e-2)
+    assert "SAC-2t-parts: median" in capsys.readouterr().out
+
+
+def test_a_learner_built_for_parts_splits_the_minibatch_and_one_for_kernels_does_not():
+    assert learner_update.build_learner("SAC", 2, 16, "parts")._batch_parts == 2
+    kernels = learner_update.build_learner("SAC", 2, 16, "kernels")
+    assert kernels._batch_parts == 1 and torch.get_num_threads() == 2
 
 
 def test_rejects_a_thread_count_below_one():

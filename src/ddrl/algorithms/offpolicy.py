@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any, Dict, Hashable, Mapping, Optional
+from typing import Any, Callable, Dict, Hashable, Mapping, Optional
 
 import torch
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -71,6 +71,7 @@ from ddrl.algorithms.replay import (
     TransitionReplayBuffer,
     episode_transitions,
 )
+from ddrl.training.runtime import LEARNER_THREAD_MODES
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,9 @@ class TransitionReplayConfig(SACConfig):
         # ($DDRL_LEARNER_THREADS, default 1). On a busy machine extra threads oversubscribe
         # the cores (measured 10x slower updates with 2 threads on a loaded 2-core box).
         self.learner_num_threads: Optional[int] = None
+        # How 2+ threads are used: "kernels" or "parts" (limit_learner_threads); None:
+        # ddrl.training.runtime.learner_thread_mode() ($DDRL_LEARNER_THREAD_MODE, "kernels").
+        self.learner_thread_mode: Optional[str] = None
         # Remote env runners sample the next fragment while the learner trains on the last
         # one (the policy then lags one fragment behind the learner).
         self.sample_while_learning = True
@@ -119,6 +123,7 @@ class TransitionReplayConfig(SACConfig):
         updates_per_step: Optional[float] = NotProvided,
         update_schedule: Optional[str] = NotProvided,
         learner_num_threads: Optional[int] = NotProvided,
+        learner_thread_mode: Optional[str] = NotProvided,
         sample_while_learning: Optional[bool] = NotProvided,
         replay_on_learner: Optional[bool] = NotProvided,
         learner_graph_capture: Optional[bool] = NotProvided,
@@ -132,8 +137,12 @@ class TransitionReplayConfig(SACConfig):
                 ``fixed_ratio`` schedule).
             update_schedule: ``fixed_ratio`` or ``rllib1_round_robin`` (module docstring).
             learner_num_threads: threads of a CPU learner (None: $DDRL_LEARNER_THREADS,
-                default 1); with 2 or more, each gradient is computed on that many parts
-                of the minibatch, one thread each (:func:`limit_learner_threads`).
+                default 1).
+            learner_thread_mode: how 2 or more threads are used (None:
+                $DDRL_LEARNER_THREAD_MODE, default ``kernels``): ``kernels``, torch's
+                threads share each op, and a local learner drops to one while its env
+                runners sample; ``parts``, each gradient is computed on that many parts of
+                the minibatch, one Python thread each (:func:`limit_learner_threads`).
             sample_while_learning: with remote env runners, let them sample the next
                 fragment while the learner trains (one fragment of policy lag).
             replay_on_learner: keep the replay buffer on the learner's device (None: when
@@ -148,6 +157,7 @@ class TransitionReplayConfig(SACConfig):
             ("updates_per_step", updates_per_step),
             ("update_schedule", update_schedule),
             ("learner_num_threads", learner_num_threads),
+            ("learner_thread_mode", learner_thread_mode),
             ("sample_while_learning", sample_while_learning),
             ("replay_on_learner", replay_on_learner),
             ("learner_graph_capture", learner_graph_capture),
@@ -207,6 +217,14 @@ class TransitionReplayConfig(SACConfig):
                 "`store_buffer_in_checkpoints` saves the host replay buffer, but "
                 "`replay_on_learner: true` keeps the transitions in the learner's device "
                 "buffer, which is not checkpointed; set one of them to false")
+        if self.learner_thread_mode not in (None, *LEARNER_THREAD_MODES):
+            self._value_error(f"`learner_thread_mode` must be one of "
+                              f"{list(LEARNER_THREAD_MODES)} or None, got "
+                              f"{self.learner_thread_mode!r}")
+        if self.learner_num_threads is not None and int(self.learner_num_threads) < 1:
+            self._value_error(
+                "`learner_num_threads` must be an int >= 1 or None, got "
+                f"{self.learner_num_threads}")
         if self.num_learners > 1:
             self._value_error(
                 f"the {FAST_BUFFER} path trains on a single learner (local or remote, CPU or "
@@ -236,23 +254,55 @@ class TransitionReplayConfig(SACConfig):
 MAX_BATCH_PARTS = 4
 
 
+def learner_thread_settings(config: Any) -> tuple[int, str]:
+    """A CPU learner's (threads, mode): the config's ``learner_num_threads`` and
+    ``learner_thread_mode``, else ``$DDRL_LEARNER_THREADS`` and ``$DDRL_LEARNER_THREAD_MODE``."""
+    from ddrl.training.runtime import learner_thread_count, learner_thread_mode
+
+    threads = int(getattr(config, "learner_num_threads", None) or learner_thread_count())
+    return threads, getattr(config, "learner_thread_mode", None) or learner_thread_mode()
+
+
 def limit_learner_threads(learner: Any) -> None:
-    """Apply ``learner_num_threads`` to a CPU learner (call from ``Learner.build``).
+    """Apply ``learner_num_threads`` and ``learner_thread_mode`` to a CPU learner (call from
+    ``Learner.build``).
 
-    With 2 or more threads the update runs on that many parts of the minibatch, one Python
-    thread of one torch thread each (``learner._batch_parts``, see
-    :class:`~ddrl.algorithms.fastpath.SplitBatch`; at most :data:`MAX_BATCH_PARTS`), instead
-    of torch's OpenMP threads sharing every op: on the 2-core box 2 OpenMP threads made SAC
-    4x *slower* (their barrier waits collide with the env runner), the split does not
-    (docs/benchmarks.md). A GPU learner keeps one part.
+    ``kernels``: torch's intra-op threads share every op; the algorithm drops a local
+    learner to one thread while its env runners sample (:class:`SharedCores`), since
+    OpenMP threads spin in barriers while a runner holds a core. ``parts``: the update runs
+    on that many parts of the minibatch, one Python thread of one torch thread each
+    (``learner._batch_parts``, see :class:`~ddrl.algorithms.fastpath.SplitBatch`; at most
+    :data:`MAX_BATCH_PARTS`). Which is faster depends on the machine (docs/benchmarks.md,
+    "Sharing the cores with the env runner"). A GPU learner keeps one part.
     """
-    from ddrl.training.runtime import learner_thread_count
-
-    threads = int(getattr(learner.config, "learner_num_threads", None) or learner_thread_count())
+    threads, mode = learner_thread_settings(learner.config)
     on_cpu = learner._device.type == "cpu"
-    learner._batch_parts = min(threads, MAX_BATCH_PARTS) if on_cpu else 1
+    parts = min(threads, MAX_BATCH_PARTS) if on_cpu and mode == "parts" else 1
+    learner._batch_parts = parts
     if on_cpu:
-        torch.set_num_threads(max(1, threads // learner._batch_parts))
+        torch.set_num_threads(max(1, threads // parts))
+
+
+class SharedCores:
+    """torch's kernel threads for a local CPU learner whose env runners share its cores:
+    ``threads`` while no sample request is in flight, one while one is.
+
+    Called before each update of a learner call (``update_from_transitions``'s
+    ``before_update``); it looks every ``every`` updates. ``sampling()`` says whether env
+    runners are still sampling. :meth:`restore` gives the learner all its threads back.
+    """
+
+    def __init__(self, threads: int, sampling: Any, every: int = 4) -> None:
+        self.threads = int(threads)
+        self.sampling = sampling
+        self.every = max(1, int(every))
+
+    def __call__(self, i: int) -> None:
+        if i % self.every == 0:
+            torch.set_num_threads(1 if self.sampling() else self.threads)
+
+    def restore(self) -> None:
+        torch.set_num_threads(self.threads)
 
 
 def captured_steps_for(learner: Any) -> CapturedSteps:
@@ -351,14 +401,18 @@ class FastUpdateLearner:
     def update_from_transitions(
         self, data: Mapping[str, Any], num_updates: int, batch_size: int,
         module_id: str = DEFAULT_MODULE_ID,
+        before_update: Optional[Callable[[int], None]] = None,
     ) -> Dict[str, float]:
         """Train ``num_updates`` steps on consecutive minibatches of ``data``: columns of
         :class:`~ddrl.algorithms.replay.TransitionReplayBuffer` holding
-        ``num_updates * batch_size`` transitions. Returns mean losses."""
+        ``num_updates * batch_size`` transitions. Returns mean losses. ``before_update(i)``,
+        if given, is called before the ``i``-th update (:class:`SharedCores`)."""
         t = minibatch_tensors(data, num_updates, batch_size, self._device)
         step = self.fast_step(module_id)
         step.add_columns(t)
         for i in range(num_updates):
+            if before_update is not None:
+                before_update(i)
             sl = slice(i * batch_size, (i + 1) * batch_size)
             step.run({k: v[sl] for k, v in t.items()}, step.kind(i))
         return step.results(num_updates)
@@ -460,6 +514,7 @@ class TransitionReplayAlgorithm(SAC):
     def setup(self, config: Any) -> None:
         super().setup(config)
         self._update_debt = 0.0  # fractional updates carried to the next training step
+        self._arrived: list = []  # sample results fetched while the learner trained
         self._warmup_over = False
 
     # -- checkpoints: the replay buffer, when asked for -------------------------------------
@@ -513,11 +568,31 @@ class TransitionReplayAlgorithm(SAC):
             lambda runner: (runner.sample(), runner.get_metrics()), tag=SAMPLE_TAG
         )
 
+    def _sampling(self) -> bool:
+        """Whether fragments launched earlier are still being sampled (results that arrived
+        are kept for :meth:`_collect_sample`)."""
+        pending = getattr(self, "_samples_in_flight", 0)
+        if len(self._arrived) < pending:
+            self._arrived += self.env_runner_group.fetch_ready_async_reqs(
+                tags=SAMPLE_TAG, timeout_seconds=0)
+        return len(self._arrived) < pending
+
+    def _shared_cores(self) -> Optional[SharedCores]:
+        """A :class:`SharedCores` when the learner is local, on the CPU, in ``kernels`` mode
+        with 2+ threads, and remote env runners sample while it trains; else None."""
+        if not self._overlap_sampling() or not self.learner_group.is_local \
+                or self.config.num_gpus_per_learner:
+            return None
+        threads, mode = learner_thread_settings(self.config)
+        if threads < 2 or mode != "kernels":
+            return None
+        return SharedCores(threads, self._sampling)
+
     def _collect_sample(self) -> tuple[list, list]:
         """Wait for the fragments launched earlier (launching them first if none are)."""
         if not getattr(self, "_samples_in_flight", 0):
             self._launch_sample()
-        results = []
+        results, self._arrived = self._arrived, []
         deadline = time.monotonic() + (self.config.sample_timeout_s or 1e9)
         while len(results) < self._samples_in_flight and time.monotonic() < deadline:
             results += self.env_runner_group.fetch_ready_async_reqs(
@@ -587,10 +662,14 @@ class TransitionReplayAlgorithm(SAC):
                 continue
             with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
                 data = self.local_replay_buffer.sample(batch_size, n)
+            shared = self._shared_cores()
             with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-                stats = self._on_learner(
-                    lambda learner: learner.update_from_transitions(data, n, batch_size)
-                )
+                try:
+                    stats = self._on_learner(lambda learner: learner.update_from_transitions(
+                        data, n, batch_size, before_update=shared))
+                finally:
+                    if shared is not None:
+                        shared.restore()
             self._log_learner_stats(stats)
         trained = num_updates * batch_size
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, NUM_ENV_STEPS_TRAINED),

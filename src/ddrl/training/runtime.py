@@ -33,6 +33,22 @@ def learner_thread_count() -> int:
     return threads
 
 
+# How a CPU learner given 2+ threads uses them (ddrl.algorithms.offpolicy.limit_learner_threads).
+LEARNER_THREAD_MODE_ENV = "DDRL_LEARNER_THREAD_MODE"
+LEARNER_THREAD_MODES = ("kernels", "parts")
+
+
+def learner_thread_mode() -> str:
+    """``$DDRL_LEARNER_THREAD_MODE``: ``kernels`` (default; torch's threads share each op,
+    dropped to one while the env runners sample) or ``parts`` (the minibatch split over
+    Python threads)."""
+    mode = os.environ.get(LEARNER_THREAD_MODE_ENV, LEARNER_THREAD_MODES[0])
+    if mode not in LEARNER_THREAD_MODES:
+        raise ValueError(f"${LEARNER_THREAD_MODE_ENV} must be one of {list(LEARNER_THREAD_MODES)}, "
+                         f"got {mode!r}")
+    return mode
+
+
 @contextlib.contextmanager
 def learner_threads() -> Iterator[int]:
     """Set torch's intra-op threads in this (driver) process, where a local CPU learner

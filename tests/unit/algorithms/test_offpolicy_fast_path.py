@@ -291,11 +291,12 @@ def test_learner_side_buffer_update_trains_on_cpu_tensors(algo):
 
 @pytest.mark.parametrize("algo", ["SAC", "TD3"])
 def test_minibatch_parts_on_two_threads_give_the_whole_batch_update(algo):
-    """learner_num_threads: 2 computes each gradient on two halves of the minibatch on two
-    threads and sums them: the same update as the whole batch, to float summation order."""
+    """learner_num_threads: 2 in parts mode computes each gradient on two halves of the
+    minibatch on two threads and sums them: the same update as the whole batch, to float
+    summation order."""
     make = _sac_learner if algo == "SAC" else _td3_learner
     whole, whole_module = make(learner_num_threads=1)
-    halves, halves_module = make(learner_num_threads=2)
+    halves, halves_module = make(learner_num_threads=2, learner_thread_mode="parts")
     assert (whole._batch_parts, halves._batch_parts) == (1, 2)
     assert torch.get_num_threads() == 1  # 2 threads = 2 parts of 1 torch thread each
     assert halves.fast_step("default_policy").split.parts == 2
