@@ -292,7 +292,7 @@ class SharedCores:
     runners are still sampling. :meth:`restore` gives the learner all its threads back.
     """
 
-    def __init__(self, threads: int, sampling: Any, every: int = 4) -> None:
+    def __init__(self, threads: int, sampling: Callable[[], bool], every: int = 4) -> None:
         self.threads = int(threads)
         self.sampling = sampling
         self.every = max(1, int(every))
