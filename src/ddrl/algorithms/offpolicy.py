@@ -71,7 +71,6 @@ from ddrl.algorithms.replay import (
     TransitionReplayBuffer,
     episode_transitions,
 )
-from ddrl.training.runtime import LEARNER_THREAD_MODES
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +216,8 @@ class TransitionReplayConfig(SACConfig):
                 "`store_buffer_in_checkpoints` saves the host replay buffer, but "
                 "`replay_on_learner: true` keeps the transitions in the learner's device "
                 "buffer, which is not checkpointed; set one of them to false")
+        from ddrl.training.runtime import LEARNER_THREAD_MODES
+
         if self.learner_thread_mode not in (None, *LEARNER_THREAD_MODES):
             self._value_error(f"`learner_thread_mode` must be one of "
                               f"{list(LEARNER_THREAD_MODES)} or None, got "
