@@ -517,6 +517,13 @@ class TransitionReplayAlgorithm(SAC):
         self._update_debt = 0.0  # fractional updates carried to the next training step
         self._arrived: list = []  # sample results fetched while the learner trained
         self._warmup_over = False
+        # A local CPU learner in kernels mode with 2+ threads shares its cores with the env
+        # runners (decided once: the learner applied the same settings when it was built).
+        threads, mode = learner_thread_settings(config)
+        self._core_sharing = (
+            SharedCores(threads, self._sampling)
+            if threads >= 2 and mode == "kernels" and self.learner_group.is_local
+            and not config.num_gpus_per_learner else None)
 
     # -- checkpoints: the replay buffer, when asked for -------------------------------------
     # RLlib's new API stack never checkpoints the buffer (its `store_buffer_in_checkpoints`
@@ -579,15 +586,9 @@ class TransitionReplayAlgorithm(SAC):
         return len(self._arrived) < pending
 
     def _shared_cores(self) -> Optional[SharedCores]:
-        """A :class:`SharedCores` when the learner is local, on the CPU, in ``kernels`` mode
-        with 2+ threads, and remote env runners sample while it trains; else None."""
-        if not self._overlap_sampling() or not self.learner_group.is_local \
-                or self.config.num_gpus_per_learner:
-            return None
-        threads, mode = learner_thread_settings(self.config)
-        if threads < 2 or mode != "kernels":
-            return None
-        return SharedCores(threads, self._sampling)
+        """The :class:`SharedCores` when the learner is local, on the CPU, in ``kernels``
+        mode with 2+ threads, and remote env runners sample while it trains; else None."""
+        return self._core_sharing if self._overlap_sampling() else None
 
     def _collect_sample(self) -> tuple[list, list]:
         """Wait for the fragments launched earlier (launching them first if none are)."""
