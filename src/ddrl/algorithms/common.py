@@ -134,6 +134,11 @@ def offpolicy_params(**overrides: Any) -> dict[str, Any]:
         "rollout_fragment_length": Param(
             POS_INT, 64, "env steps per env between weight syncs; with the TransitionReplayBuffer "
             "the updates for them are trained in one learner call"),
+        "sample_while_learning": Param(
+            {"type": "boolean"}, True,
+            "remote env runners sample the next fragment while the learner trains on the last "
+            "one (the acting policy then lags up to two fragments behind the learner); false: "
+            "sample and train in turn", implicit_default=True),
         "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
     }
     unknown = sorted(set(overrides) - set(shared))
@@ -144,8 +149,11 @@ def offpolicy_params(**overrides: Any) -> dict[str, Any]:
 
 def apply_offpolicy_settings(config: Any, hp: dict[str, Any]) -> Any:
     """The end of SAC's and TD3's ``build()``: the shared hyperparameters on the config."""
+    shared = offpolicy_params()
     return (
         config.training(
+            sample_while_learning=hp.get("sample_while_learning",
+                                         shared["sample_while_learning"].default),
             gamma=hp["gamma"],
             train_batch_size_per_learner=hp["train_batch_size"],
             updates_per_step=hp["updates_per_step"],

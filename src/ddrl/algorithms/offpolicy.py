@@ -84,6 +84,9 @@ SAMPLE_TAG = "ddrl_offpolicy_sample"
 # reduce) and over the run's lifetime; read into progress.csv by ddrl.training.progress.
 UPDATES_KEY = ("ddrl", "num_gradient_updates")
 UPDATES_LIFETIME_KEY = ("ddrl", "num_gradient_updates_lifetime")
+# The acting policy's staleness: the most gradient updates the learner had made beyond the
+# weights a fragment was sampled with, by the time the fragment was in (an iteration's max).
+POLICY_LAG_KEY = ("ddrl", "acting_policy_lag_updates")
 
 
 class TransitionReplayConfig(SACConfig):
@@ -517,6 +520,9 @@ class TransitionReplayAlgorithm(SAC):
         self._update_debt = 0.0  # fractional updates carried to the next training step
         self._arrived: list = []  # sample results fetched while the learner trained
         self._warmup_over = False
+        self._updates_done = 0  # gradient updates over this process's lifetime
+        self._synced_updates = 0  # the updates in the weights the env runners act with
+        self._launch_weights = 0  # the same, for the fragments in flight
         # A local CPU learner in kernels mode with 2+ threads shares its cores with the env
         # runners (decided once: the learner applied the same settings when it was built).
         threads, mode = learner_thread_settings(config)
@@ -572,6 +578,7 @@ class TransitionReplayAlgorithm(SAC):
                     and group.num_healthy_remote_workers() > 0)
 
     def _launch_sample(self) -> None:
+        self._launch_weights = self._synced_updates
         self._samples_in_flight = self.env_runner_group.foreach_env_runner_async(
             lambda runner: (runner.sample(), runner.get_metrics()), tag=SAMPLE_TAG
         )
@@ -612,8 +619,10 @@ class TransitionReplayAlgorithm(SAC):
     def _sample(self) -> tuple[list, list]:
         if self._overlap_sampling():
             episodes, env_runner_results = self._collect_sample()
+            self._log_policy_lag(self._updates_done - self._launch_weights)
             self._launch_sample()  # sampling the next fragment overlaps with the updates
             return episodes, env_runner_results
+        self._log_policy_lag(self._updates_done - self._synced_updates)
         return synchronous_parallel_sample(
             worker_set=self.env_runner_group,
             concat=True,
@@ -673,6 +682,7 @@ class TransitionReplayAlgorithm(SAC):
                     if shared is not None:
                         shared.restore()
             self._log_learner_stats(stats)
+        self._updates_done += num_updates
         trained = num_updates * batch_size
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, NUM_ENV_STEPS_TRAINED),
                                trained, reduce="sum")
@@ -683,6 +693,10 @@ class TransitionReplayAlgorithm(SAC):
                 policies=[DEFAULT_MODULE_ID],
                 inference_only=True,
             )
+        self._synced_updates = self._updates_done
+
+    def _log_policy_lag(self, updates: int) -> None:
+        self.metrics.log_value(POLICY_LAG_KEY, updates, reduce="max")
 
     def _log_learner_stats(self, stats: dict[str, float]) -> None:
         for key, value in stats.items():
