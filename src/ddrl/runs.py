@@ -43,6 +43,23 @@ def hyperparameter_key(hyperparameters: Mapping[str, Any]) -> str:
     return content_hash(dict(hyperparameters), HP_KEY_LEN)
 
 
+# Resource settings a scaling series varies: runs that differ only in these (and the seed)
+# are one series at several worker counts.
+SCALED_RESOURCES = ("num_env_runners", "num_gpus_per_learner", "nodes")
+
+
+def config_identity(spec: Mapping[str, Any], *, without_resources: tuple[str, ...] = ()) -> str:
+    """Short hash of a run spec (``RunSpec.to_dict()``, or ``run.json``'s ``spec``) without
+    its seed: runs that share it differ in the seed alone, so they are seeds of one
+    configuration. ``without_resources`` leaves those resource settings out as well
+    (:data:`SCALED_RESOURCES`: one key per scaling series)."""
+    data = {k: v for k, v in spec.items() if k != "seed"}
+    if without_resources:
+        data["resources"] = {k: v for k, v in dict(data.get("resources") or {}).items()
+                             if k not in without_resources}
+    return content_hash(data, HASH_LEN)
+
+
 def safe_name(text: str) -> str:
     """``text`` with every run of characters a path or run id cannot hold replaced by ``_``
     (env ids such as ``module:Env-v0`` go into run ids and search ids)."""
@@ -96,6 +113,11 @@ class RunSpec:
     @functools.cached_property
     def digest(self) -> str:
         return content_hash(self.to_dict(), HASH_LEN)
+
+    @property
+    def config_id(self) -> str:
+        """:func:`config_identity`: the same for every seed of this configuration."""
+        return config_identity(self.to_dict())
 
     @property
     def resource_label(self) -> str:

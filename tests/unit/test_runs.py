@@ -8,8 +8,9 @@ import json
 import pandas as pd
 import pytest
 
-from ddrl.runs import (RunFolder, RunNotFinished, RunSpec, hyperparameter_key, read_run,
-                       resource_tag, resources_legend, run_record, workers_label)
+from ddrl.runs import (SCALED_RESOURCES, RunFolder, RunNotFinished, RunSpec, config_identity,
+                       hyperparameter_key, read_run, resource_tag, resources_legend, run_record,
+                       workers_label)
 
 RES = {"num_env_runners": 2, "num_envs_per_env_runner": 4, "num_cpus_per_env_runner": 1,
        "num_gpus_per_learner": 1, "nodes": 2}
@@ -32,6 +33,22 @@ def test_run_id_uses_the_tag_and_a_safe_env_name():
     assert spec.resource_label == resource_tag(RES) == "r2x4c1g1n2"
     assert spec.run_id == f"ppo-my.mod_Env-v0-r2x4c1g1n2-s3-{spec.digest}"
     assert resource_tag({**RES, "nodes": 1}) == "r2x4c1g1"
+
+
+def test_config_id_is_shared_by_seeds_and_by_nothing_else():
+    spec = _spec()
+    assert _spec(seed=4).config_id == spec.config_id != _spec(seed=4).digest
+    assert _spec(hyperparameters={"lr": 0.002}).config_id != spec.config_id
+    assert _spec(budget={"env_steps": 200}).config_id != spec.config_id
+    assert _spec(resources={**RES, "num_env_runners": 4}).config_id != spec.config_id
+    # run.json's spec (plain JSON) gives the same identity as the spec itself.
+    assert config_identity(json.loads(json.dumps(spec.to_dict()))) == spec.config_id
+    # A scaling series leaves the worker, GPU and node counts out too, but not the rest.
+    series = config_identity(spec.to_dict(), without_resources=SCALED_RESOURCES)
+    more = _spec(seed=4, resources={**RES, "num_env_runners": 8, "num_gpus_per_learner": 0})
+    assert config_identity(more.to_dict(), without_resources=SCALED_RESOURCES) == series
+    fewer_envs = _spec(resources={**RES, "num_envs_per_env_runner": 1})
+    assert config_identity(fewer_envs.to_dict(), without_resources=SCALED_RESOURCES) != series
 
 
 def test_labels_in_words():

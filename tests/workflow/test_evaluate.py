@@ -85,12 +85,12 @@ def test_tiny_study_returns_table(tiny_study):
     rows = list(csv.DictReader((tables / "returns.csv").open()))
     evals = {r: json.loads((_run_dir(tiny_study, r) / "eval.json").read_text())
              for r in study.runs}
-    groups = {}
+    groups = {}  # one row per configuration: its experiment and everything but the seed
     for run_id, spec in study.runs.items():
-        groups.setdefault((spec.algorithm, spec.env, spec.resource_label), []).append(run_id)
+        groups.setdefault((study.experiment_of[run_id], spec.config_id), []).append(run_id)
     assert len(rows) == len(groups) >= 3
     for row in rows:
-        ids = groups[(row["algorithm"], row["env"], row["resources"])]
+        ids = groups[(row["experiment"], row["config_id"])]
         means = [evals[i]["return_mean"] for i in ids]
         assert sorted(row["runs"].split()) == sorted(ids)
         assert float(row["return_mean"]) == pytest.approx(statistics.fmean(means))
@@ -99,7 +99,7 @@ def test_tiny_study_returns_table(tiny_study):
         else:
             assert row["return_std"] == ""
     md = (tables / "returns.md").read_text()
-    assert md.startswith("| algorithm | env | resources | seeds |")
+    assert md.startswith("| experiment | algorithm | env | resources | seeds |")
     multi = sum(len(ids) > 1 for ids in groups.values())
     assert len(re.findall(r"\d ± \d", md)) == multi >= 1
     assert md.count("(1 seed)") == len(groups) - multi >= 1
@@ -108,15 +108,19 @@ def test_tiny_study_returns_table(tiny_study):
 def test_returns_table_groups_and_statistics():
     recs = [
         {"algorithm": "PPO", "env": "E", "resources": "r1", "seed": s, "run_id": f"p{s}",
-         "episodes": 10, "return_mean": m}
+         "config_id": "ppo-config", "episodes": 10, "return_mean": m}
         for s, m in [(2, 30.0), (1, 10.0), (3, 20.0)]
     ] + [{"algorithm": "SAC", "env": "E", "resources": "r1", "seed": 1, "run_id": "s1",
-          "episodes": 10, "return_mean": 5.0}]
-    rows = returns_table(recs)
-    assert [(r["algorithm"], r["seeds"]) for r in rows] == [("PPO", "1 2 3"), ("SAC", "1")]
+          "config_id": "sac-config", "episodes": 10, "return_mean": 5.0}]
+    rows = returns_table(recs, {"p1": "exp", "p2": "exp", "p3": "exp", "s1": "exp"})
+    assert [(r["experiment"], r["algorithm"], r["seeds"]) for r in rows] == [
+        ("exp", "PPO", "1 2 3"), ("exp", "SAC", "1")]
     assert rows[0]["return_mean"] == 20.0 and rows[0]["return_std"] == pytest.approx(10.0)
     assert rows[0]["return_min_seed"] == 10.0 and rows[0]["return_max_seed"] == 30.0
     assert rows[1]["return_std"] is None
+    # Runs whose configuration is unknown (no config_id) are never pooled as seeds.
+    unknown = [{k: v for k, v in r.items() if k != "config_id"} for r in recs[:2]]
+    assert [r["seeds"] for r in returns_table(unknown)] == ["1", "2"]
 
 
 # -- restored vs live ------------------------------------------------------------------------

@@ -56,6 +56,8 @@ rule returns_table:
             subcategory="Evaluation returns",
         ),
         md=ROOT + "/tables/returns.md",
+    params:
+        experiments=experiments_of(runs_with("eval")),
     envmodules:
         *ENVMODULES,
     log:

@@ -15,7 +15,8 @@ shorter one).
 
 ``eval.json`` fields
 --------------------
-``run_id, algorithm, env, seed, resources`` (the run); ``checkpoint`` (``iteration``,
+``run_id, algorithm, env, seed, resources`` (the run); ``config_id`` (its configuration:
+:func:`ddrl.runs.config_identity`, the same for every seed); ``checkpoint`` (``iteration``,
 ``env_steps``); ``episodes``, ``eval_seeds``, ``returns``, ``lengths`` (per episode, in seed
 order); ``return_mean, return_std`` (population std over episodes), ``return_min,
 return_max, return_median, length_mean``; ``deterministic`` (always true);
@@ -30,15 +31,15 @@ import io
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ddrl import atomic
 from ddrl.training import checkpoints, provenance
 from ddrl.errors import CheckpointError, ConfigError
-from ddrl.analysis.tables import Column, write_formats
-from ddrl.runs import RunFolder, RunSpec
+from ddrl.analysis.tables import Column, distinguishing_columns, write_formats
+from ddrl.runs import RunFolder, RunSpec, config_identity
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ def evaluate_run(spec: RunSpec, run_dir: str | Path, episodes: int,
         "env": spec.env,
         "seed": spec.seed,
         "resources": spec.resource_label,
+        "config_id": spec.config_id,
         "checkpoint": {"iteration": policy.iteration, "env_steps": policy.env_steps},
         "episodes": len(seeds),
         **summarize(returns, lengths),
@@ -207,24 +209,33 @@ def write_curve(spec: RunSpec, run_dir: str | Path, out: str | Path, episodes: i
 
 # -- the study's returns table ---------------------------------------------------------------
 
-TABLE_COLUMNS = ["algorithm", "env", "resources", "seeds", "episodes_per_seed",
-                 "return_mean", "return_std", "return_min_seed", "return_max_seed", "runs"]
+TABLE_COLUMNS = ["experiment", "algorithm", "env", "resources", "config_id", "seeds",
+                 "episodes_per_seed", "return_mean", "return_std", "return_min_seed",
+                 "return_max_seed", "runs"]
 
 
-def returns_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (algorithm, env, resources): mean and sample std across seeds of each run's mean
-    evaluation return (std is empty for a single seed)."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+def returns_table(records: Iterable[dict[str, Any]],
+                  experiments: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Per configuration (experiment, from ``experiments``: run id -> name, and ``config_id``:
+    runs that differ in nothing but the seed): mean and sample std across its seeds of each
+    run's mean evaluation return (std is empty for a single seed). A record without a
+    ``config_id`` is a configuration of its own: it is never pooled with another run."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for rec in records:
-        groups.setdefault((rec["algorithm"], rec["env"], rec["resources"]), []).append(rec)
+        experiment = (experiments or {}).get(rec["run_id"], "")
+        identity = rec.get("config_id") or f"run {rec['run_id']}"
+        groups.setdefault((rec["algorithm"], rec["env"], rec["resources"], experiment, identity),
+                          []).append(rec)
     rows = []
-    for (algo, env, res), recs in sorted(groups.items()):
+    for (algo, env, res, experiment, _), recs in sorted(groups.items()):
         recs = sorted(recs, key=lambda r: r["seed"])
         means = np.asarray([r["return_mean"] for r in recs], dtype=np.float64)
         rows.append({
+            "experiment": experiment,
             "algorithm": algo,
             "env": env,
             "resources": res,
+            "config_id": recs[0].get("config_id", ""),
             "seeds": " ".join(str(r["seed"]) for r in recs),
             "episodes_per_seed": min(int(r["episodes"]) for r in recs),
             "return_mean": float(means.mean()),
@@ -236,8 +247,9 @@ def returns_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-RETURNS_COLUMNS = [Column("algorithm", "algorithm"), Column("env", "env"),
-                   Column("resources", "resources"), Column("n_seeds", "seeds"),
+RETURNS_COLUMNS = [Column("experiment", "experiment"), Column("algorithm", "algorithm"),
+                   Column("env", "env"), Column("resources", "resources"),
+                   Column("n_seeds", "seeds"),
                    Column("return", "evaluation return (mean ± std across seeds)")]
 
 
@@ -258,20 +270,34 @@ def _returns_footer(rows: Sequence[dict[str, Any]]) -> str:
             "on seeds disjoint from training.")
 
 
+def _with_config_id(record: dict[str, Any], eval_path: Path) -> dict[str, Any]:
+    """``record`` with its ``config_id``; an eval.json written before it had one takes it
+    from the run's ``run.json`` beside it (when there is one)."""
+    folder = RunFolder(eval_path.parent)
+    if "config_id" in record or not folder.run_json.exists():
+        return record
+    return {**record, "config_id": config_identity(folder.read_record()["spec"])}
+
+
 def write_returns_table(eval_paths: Iterable[str | Path], out_csv: str | Path,
-                        out_md: str | Path) -> list[dict[str, Any]]:
+                        out_md: str | Path,
+                        experiments: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The returns table of the runs whose ``eval.json`` files are ``eval_paths``
+    (``experiments``: run id -> experiment name, as in :func:`returns_table`)."""
     import json
 
     records = []
-    for path in eval_paths:
+    for path in map(Path, eval_paths):
         try:
-            records.append(json.loads(Path(path).read_text()))
+            records.append(_with_config_id(json.loads(path.read_text()), path))
         except (OSError, ValueError) as err:
             raise CheckpointError(f"cannot read evaluation {path}: {err}") from None
     if not records:
         raise ConfigError("no eval.json files given; the returns table needs at least one run")
-    rows = returns_table(records)
+    rows = returns_table(records, experiments)
     shown = _returns_shown(rows)
-    write_formats(shown, RETURNS_COLUMNS, {"csv": out_csv, "md": out_md},
+    columns = distinguishing_columns(shown, RETURNS_COLUMNS,
+                                     by=["experiment", "algorithm", "env", "resources"])
+    write_formats(shown, columns, {"csv": out_csv, "md": out_md},
                   csv_df=shown[TABLE_COLUMNS], footer=_returns_footer(rows))
     return rows

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.errors import ConfigError
-from ddrl.analysis.scaling import CONFIG_KEYS
+from ddrl.analysis.scaling import BASELINE_KEYS, CONFIG_KEYS
 from ddrl.runs import resource_tag, workers_label
 from ddrl.runs import DEFAULT_RETURN_WINDOW
 
@@ -128,7 +128,8 @@ def _run_threshold(run: pd.DataFrame, cost_cfg: Mapping[str, Any],
 
 
 def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per resource configuration (seeds pooled: medians), with the Pareto front.
+    """One row per configuration (only its seeds pooled: medians), with the Pareto front of
+    each series (the configurations of one experiment and settings but resources).
 
     ``runs`` is :func:`ddrl.analysis.scaling.load_runs` output.
     """
@@ -157,6 +158,7 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
             "gpu": int(cfg["num_gpus_per_learner"] > 0),
             "config": workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"],
                                      cfg["nodes"]),
+            "config_id": group["config_id"].iloc[0],
             "priced_as": what,
             "price_per_hour": price,
             "currency": currency,
@@ -193,7 +195,7 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
         rows.append(row)
     table = pd.DataFrame(rows)
     table["pareto"] = False
-    for _, group in table.groupby(["algorithm", "env"]):
+    for _, group in table.groupby(BASELINE_KEYS, sort=False):
         table.loc[pareto_front(group), "pareto"] = True
     return table
 

@@ -37,8 +37,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ddrl.analysis.results import identity_columns
 from ddrl.errors import DdrlError
-from ddrl.runs import RunNotFinished, hyperparameter_key, read_run, workers_label
+from ddrl.runs import (SCALED_RESOURCES, RunNotFinished, config_identity, hyperparameter_key,
+                       read_run, workers_label)
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,12 @@ PARTS = {
     "replay_time_s": "replay buffer",
 }
 REQUIRED_TIMERS = ("sample_time_s", "learn_time_s", "sync_weights_time_s")
-# What makes two runs the same series (everything but workers, GPUs, nodes and seed).
-BASELINE_KEYS = ["experiment", "algorithm", "env", "update_schedule", "hp",
+# What makes two runs the same series (everything but workers, GPUs, nodes and seed):
+# ``series_id`` is their spec's hash without those; the other keys are shown in the tables.
+BASELINE_KEYS = ["experiment", "series_id", "algorithm", "env", "update_schedule", "hp",
                  "num_envs_per_env_runner", "num_cpus_per_env_runner"]
+# One configuration (seeds pooled): the series at one worker count, GPU and node setting,
+# i.e. the same runs as ``config_id`` (everything but the seed) picks.
 CONFIG_KEYS = BASELINE_KEYS + ["num_env_runners", "num_gpus_per_learner", "nodes"]
 DEFAULT_BOOTSTRAP = 1000
 THESIS_ENV = "HumanoidBulletEnv-v0"
@@ -102,7 +107,8 @@ def load_runs(run_dirs: Iterable[str | Path],
             progress = progress.assign(gradient_updates=np.nan)
         frames.append(progress.assign(
             run_id=record["run_id"],
-            experiment=(experiments or {}).get(record["run_id"], ""),
+            **identity_columns(record, experiments),
+            series_id=config_identity(spec, without_resources=SCALED_RESOURCES),
             algorithm=spec["algorithm"],
             env=spec["env"],
             seed=spec["seed"],
@@ -246,6 +252,7 @@ def aggregate(runs: pd.DataFrame, warmup_iterations: int = 1, *,
             "workers": cfg["num_env_runners"],
             "gpu": int(cfg["num_gpus_per_learner"] > 0),
             "config": label,
+            "config_id": group["config_id"].iloc[0],
             "grid": group["grid"].iloc[0],
             "seeds": int(group["seed"].nunique()),
             "iterations": int(len(times)),
@@ -303,7 +310,7 @@ def _breakdown_row(cfg: dict, label: str, st: pd.DataFrame, group: pd.DataFrame,
                    notes: list[str]) -> dict[str, Any]:
     row: dict[str, Any] = {**cfg, "workers": cfg["num_env_runners"],
                            "gpu": int(cfg["num_gpus_per_learner"] > 0), "config": label,
-                           "iterations": int(len(st))}
+                           "config_id": group["config_id"].iloc[0], "iterations": int(len(st))}
     missing = sorted({c for m in group["missing_timers"] for c in str(m).split(",") if c}
                      & set(REQUIRED_TIMERS))
     empty = [c for c in REQUIRED_TIMERS if c not in missing and len(st) and st[c].isna().all()]
@@ -509,10 +516,18 @@ def _same_grid(table: pd.DataFrame, row: pd.Series | dict, schedule: str) -> pd.
     return table[mask]
 
 
+def _in_series(table: pd.DataFrame, row: pd.Series | dict) -> pd.Series:
+    """Mask of the rows of ``table`` in ``row``'s series (:data:`BASELINE_KEYS`)."""
+    mask = pd.Series(True, index=table.index)
+    for k in BASELINE_KEYS:
+        mask &= table[k] == row[k]
+    return mask
+
+
 def _baseline_of(table: pd.DataFrame, row: pd.Series | dict) -> pd.Series | None:
-    base = _same_grid(table, {**dict(row), "workers": 1, "gpu": 0, "nodes": 1},
-                      row["update_schedule"])
-    base = base[np.isfinite(base["iter_time_s"])]
+    """The 1-runner, no-GPU, 1-node row of ``row``'s own series (same experiment too)."""
+    base = table[_in_series(table, row) & (table["workers"] == 1) & (table["gpu"] == 0)
+                 & (table["nodes"] == 1) & np.isfinite(table["iter_time_s"])]
     return base.iloc[0] if len(base) else None
 
 
@@ -529,7 +544,8 @@ def schedule_comparison(speedup: pd.DataFrame) -> pd.DataFrame:
     rows = []
     ok = speedup[np.isfinite(speedup["iter_time_s"])]
     for _, rr in ok[ok["update_schedule"] == ROUND_ROBIN].iterrows():
-        out = {k: rr[k] for k in ("algorithm", "env", "workers", "gpu", "nodes", "config")}
+        out = {k: rr[k] for k in ("experiment", "series_id", "algorithm", "env", "workers",
+                                  "gpu", "nodes", "config")}
         out.update(rr_iter_time_s=rr["iter_time_s"], rr_speedup=rr["speedup"],
                    rr_speedup_ci_low=rr["speedup_ci_low"], rr_speedup_ci_high=rr["speedup_ci_high"],
                    rr_updates_per_iter=rr["updates_per_iter"],
@@ -561,13 +577,15 @@ def schedule_comparison(speedup: pd.DataFrame) -> pd.DataFrame:
             notes.append("no fixed-ratio run of the same grid")
         out["note"] = "; ".join(notes)
         rows.append(out)
-    columns = ["algorithm", "env", "workers", "gpu", "nodes", "config", "rr_iter_time_s",
+    columns = ["experiment", "series_id", "algorithm", "env", "workers", "gpu", "nodes",
+               "config", "rr_iter_time_s",
                "rr_speedup", "rr_speedup_ci_low", "rr_speedup_ci_high", "rr_updates_per_iter",
                "rr_updates_per_env_step", "fewer_updates", "per_update_speedup",
                "fixed_env_steps_per_s", "fixed_updates_per_env_step", "fixed_speedup",
                "fixed_speedup_ci_low", "fixed_speedup_ci_high", "note"]
     table = pd.DataFrame(rows, columns=columns)
-    return table.sort_values(["algorithm", "env", "gpu", "workers"], ignore_index=True)
+    return table.sort_values(["algorithm", "env", "experiment", "series_id", "gpu", "workers"],
+                             ignore_index=True)
 
 
 def thesis_comparison(speedup: pd.DataFrame, thesis: pd.DataFrame) -> pd.DataFrame:
@@ -592,16 +610,19 @@ def thesis_comparison(speedup: pd.DataFrame, thesis: pd.DataFrame) -> pd.DataFra
                "gpu": int(row.num_gpus > 0), "thesis_iter_time_s": row.iteration_time_s,
                "thesis_speedup": row.speedup, "reference": row.reference,
                "update_schedule": "", "iter_time_s": math.nan, "speedup": math.nan,
-               "updates_per_iter": math.nan, "fixed_ratio_speedup": math.nan, "env": ""}
+               "updates_per_iter": math.nan, "fixed_ratio_speedup": math.nan, "env": "",
+               "experiment": "", "series_id": ""}
         if len(mine):
             # The thesis ran the humanoid; prefer it where the study has several envs.
             m = mine.sort_values("env", key=lambda e: e != THESIS_ENV, kind="stable").iloc[0]
             out.update(iter_time_s=m["iter_time_s"], env=m["env"],
                        update_schedule=m["update_schedule"],
-                       updates_per_iter=m["updates_per_iter"])
-            ref = thesis_mode[(thesis_mode["workers"] == row.reference_workers)
-                              & (thesis_mode["gpu"] == 0) & (thesis_mode["env"] == m["env"])
-                              & (thesis_mode["hp"] == m["hp"])]
+                       updates_per_iter=m["updates_per_iter"],
+                       experiment=m["experiment"], series_id=m["series_id"])
+            # The reference run of the same series (experiment and settings but workers).
+            ref = thesis_mode[_in_series(thesis_mode, m)
+                              & (thesis_mode["workers"] == row.reference_workers)
+                              & (thesis_mode["gpu"] == 0)]
             if len(ref):
                 out["speedup"] = ref["iter_time_s"].iloc[0] / m["iter_time_s"]
             fixed = _same_grid(ours, m, FIXED_RATIO)

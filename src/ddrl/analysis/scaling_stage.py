@@ -17,7 +17,7 @@ import pandas as pd
 
 from ddrl.analysis import cost as cost_mod
 from ddrl.analysis.scaling import aggregate, load_runs, schedule_comparison, thesis_comparison
-from ddrl.analysis.tables import Column, write_table
+from ddrl.analysis.tables import Column, distinguishing_columns, write_table
 from ddrl.runs import RunFolder
 
 log = logging.getLogger(__name__)
@@ -89,11 +89,11 @@ THESIS_COLUMNS = [
     Column("iter_time_s", "Our iteration (s)", 2), Column("speedup", "Our speedup", 2),
     Column("updates_per_iter", "Our updates / iteration", 0),
     Column("fixed_ratio_speedup", "Our fixed-ratio speedup (env steps/s)", 2),
-    Column("reference", "Speedup relative to"),
+    Column("reference", "Speedup relative to"), Column("experiment", "Our experiment"),
 ]
 SCHEDULE_COLUMNS = [
-    Column("algorithm", "Algorithm"), Column("env", "Env"), Column("workers", "Workers"),
-    Column("gpu", "GPU"), Column("rr_iter_time_s", "Thesis-mode iteration (s)", 2),
+    Column("experiment", "Experiment"), Column("algorithm", "Algorithm"), Column("env", "Env"),
+    Column("workers", "Workers"), Column("gpu", "GPU"), Column("rr_iter_time_s", "Thesis-mode iteration (s)", 2),
     Column("rr_updates_per_iter", "Updates / iteration", 0),
     Column("rr_speedup", "Thesis-mode speedup", 2), Column("rr_speedup_ci", "95% CI"),
     Column("fewer_updates", "of which: fewer updates (x)", 2),
@@ -145,13 +145,21 @@ def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
                                              d["fixed_speedup_ci_high"], 2))
     footer = _provenance_footer(runs, result.speedup, warmup)
     tables_dir = Path(tables_dir)
-    write_table(speedup, SPEEDUP_COLUMNS, tables_dir / "speedup", footer=footer,
+    # Rows that differ only in settings the tables do not show get a Config column.
+    shown = ["experiment", "algorithm", "env", "workers", "gpu", "update_schedule"]
+    write_table(speedup, distinguishing_columns(speedup, SPEEDUP_COLUMNS,
+                                                [*shown, "num_cpus_per_env_runner"]),
+                tables_dir / "speedup", footer=footer,
                 caption="Iteration time and speedup per resource configuration "
                         "(thesis Tables 6-8), relative to 1 worker without GPU")
-    write_table(result.breakdown, BREAKDOWN_COLUMNS, tables_dir / "breakdown", footer=footer,
+    write_table(result.breakdown, distinguishing_columns(result.breakdown, BREAKDOWN_COLUMNS, shown),
+                tables_dir / "breakdown", footer=footer,
                 caption="Share of the steady-state iteration time by task (RLlib timers, "
                         "per-iteration sums)")
-    write_table(amdahl, AMDAHL_COLUMNS, tables_dir / "amdahl", footer=footer,
+    write_table(amdahl, distinguishing_columns(
+                    amdahl, AMDAHL_COLUMNS, ["experiment", "algorithm", "env", "update_schedule",
+                                             "series"], key="series_id", header="Series id"),
+                tables_dir / "amdahl", footer=footer,
                 caption="Amdahl's-law fit per series: serial fraction and predicted speedups")
     write_table(comparison, THESIS_COLUMNS, tables_dir / "thesis_comparison",
                 footer="Thesis: HumanoidBulletEnv-v0 on CTE-POWER (POWER9, V100), RLlib 1.1, its "
@@ -159,7 +167,10 @@ def scaling_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
                 caption="Our speedups next to the thesis's published ones (TD3/SAC: runs with "
                         "the thesis's rllib1_round_robin schedule; beside them the same grid at "
                         "a fixed ratio)")
-    write_table(schedules, SCHEDULE_COLUMNS, tables_dir / "update_schedules", footer=footer,
+    write_table(schedules, distinguishing_columns(
+                    schedules, SCHEDULE_COLUMNS, ["experiment", "algorithm", "env", "workers", "gpu"],
+                    key="series_id", header="Series id"),
+                tables_dir / "update_schedules", footer=footer,
                 caption="Off-policy speedup under the thesis's update schedule, split into "
                         "fewer updates per iteration and parallel work per update, beside "
                         "the fixed-ratio speedup of the same grid")
@@ -206,7 +217,8 @@ def cost_stage(run_dirs: Iterable[str | Path], stem: str | Path,
     """Write the cost table (csv, md, tex)."""
     cfg = cost_mod.with_defaults(cost_cfg or {})
     table = cost_mod.cost_table(load_runs(run_dirs, experiments), cfg)
-    write_table(table, COST_COLUMNS, stem, footer=cfg["prices_note"],
+    columns = distinguishing_columns(table, COST_COLUMNS, ["experiment", "algorithm", "env", "config"])
+    write_table(table, columns, stem, footer=cfg["prices_note"],
                 caption="Cost per run and to reach the return threshold "
                         f"({cfg['currency']}, example prices)")
     return table

@@ -30,6 +30,18 @@ class Column:
     float_format: str | None = None  # e.g. ".4g": a format spec for floats instead of decimals
 
 
+def distinguishing_columns(df: pd.DataFrame, columns: Sequence[Column], by: Sequence[str],
+                           key: str = "config_id", header: str = "Config") -> list[Column]:
+    """``columns``, with ``key`` (a configuration identity) shown after the last of ``by`` when
+    some rows differ in ``key`` but agree in every column of ``by`` (e.g. runs aggregated
+    without their experiment names): then the rows could not be told apart otherwise."""
+    if df.empty or key not in df or not df.groupby(list(by), dropna=False)[key].nunique().gt(1).any():
+        return list(columns)
+    names = [c.name for c in columns]
+    at = max(names.index(b) for b in by if b in names) + 1
+    return [*columns[:at], Column(key, header), *columns[at:]]
+
+
 def _cell(value: Any, decimals: int | None, float_format: str | None = None) -> str:
     if value is None:
         return ""

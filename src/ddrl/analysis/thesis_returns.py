@@ -1,6 +1,7 @@
 """Training returns of the learning runs, next to the thesis's published ones.
 
-Per experiment, algorithm, env and resources (seeds pooled): the best and the final mean
+Per configuration (experiment and configuration identity: only runs that differ in nothing
+but the seed are pooled, see :mod:`ddrl.analysis.results`): the best and the final mean
 training return (RLlib's ``episode_return_mean``, the quantity the thesis plotted) as a mean
 across seeds with a 95% t-interval, and the env steps at the best. For the humanoid the
 thesis's values stand beside them with their caveats (one seed; TD3 rescaled when plotted).
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis.results import load_progress
-from ddrl.analysis.tables import Column, write_table
+from ddrl.analysis.tables import Column, distinguishing_columns, write_table
 
 # Two-sided 95% Student t quantiles by degrees of freedom (seeds - 1); 1.96 beyond 30.
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -58,6 +59,10 @@ def t_interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+# One row per configuration; the shown keys first, the identity that tells them apart last.
+GROUP_KEYS = ["experiment", "algorithm", "env", "resources", "config_id"]
+
+
 def _per_run(progress: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for run_id, run in progress.groupby("run_id", sort=False):
@@ -65,7 +70,7 @@ def _per_run(progress: pd.DataFrame) -> pd.DataFrame:
         returns = run["episode_return_mean"].to_numpy(float)
         ok = np.isfinite(returns)
         first = run.iloc[0]
-        row = {k: first[k] for k in ("experiment", "algorithm", "env", "resources", "seed")}
+        row = {k: first[k] for k in (*GROUP_KEYS, "seed")}
         row.update(run_id=run_id, env_steps=float(run["env_steps"].max()),
                    best_return=math.nan, env_steps_at_best=math.nan, final_return=math.nan)
         if ok.any():
@@ -82,15 +87,15 @@ def _interval_text(low: float, high: float) -> str:
 
 
 def learning_returns(progress: pd.DataFrame, thesis: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per experiment, algorithm, env and resources; ``progress`` is
-    :func:`ddrl.analysis.results.load_progress` output with an ``experiment`` column."""
+    """One row per configuration (:data:`GROUP_KEYS`); ``progress`` is
+    :func:`ddrl.analysis.results.load_progress` output."""
     thesis = thesis_returns() if thesis is None else thesis
     runs = _per_run(progress)
     rows = []
-    for keys, group in runs.groupby(["experiment", "algorithm", "env", "resources"], sort=False):
+    for keys, group in runs.groupby(GROUP_KEYS, sort=False):
         best, best_lo, best_hi = t_interval(group["best_return"])
         final, final_lo, final_hi = t_interval(group["final_return"])
-        row = dict(zip(["experiment", "algorithm", "env", "resources"], keys))
+        row = dict(zip(GROUP_KEYS, keys))
         row.update(seeds=len(group), best_return=best, best_return_ci=_interval_text(best_lo, best_hi),
                    best_ci_low=best_lo, best_ci_high=best_hi,
                    env_steps_at_best=float(group["env_steps_at_best"].median()),
@@ -116,7 +121,8 @@ def learning_returns_stage(run_dirs: Iterable[str | Path], stem: str | Path,
                            experiments: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Write ``learning_returns.{csv,md,tex}`` for the learning runs in ``run_dirs``."""
     table = learning_returns(load_progress(run_dirs, experiments))
-    write_table(table, COLUMNS, stem,
+    columns = distinguishing_columns(table, COLUMNS, by=["experiment", "algorithm", "env", "resources"])
+    write_table(table, columns, stem,
                 footer="Training returns: RLlib's episode_return_mean (the mean over the last "
                        "episodes of each iteration's window), as the thesis plotted. Mean across "
                        "seeds with a 95% t-interval; env steps at the best: median across seeds. "

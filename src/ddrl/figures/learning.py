@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ddrl.analysis.results import IDENTITY_KEYS
 from ddrl.figures.style import plt, save_figure
 
 GRID_POINTS = 60
@@ -50,18 +51,22 @@ def reward_curves(progress: pd.DataFrame, pdf: str | Path, png: str | Path,
     """Mean episode return against ``x``: mean and 95% CI across seeds.
 
     One panel per ``panel`` value, ``hue`` as colour and line style (readable in greyscale),
-    and resource settings and experiments (an ``experiment`` column) as separate lines when
-    there are several: each series spans its own runs' full length. Returns the plotted
-    data (one row per series and grid point, with ``series`` and ``run_id``).
+    and each configuration (experiment and ``config_id``: only seeds are pooled) a line of
+    its own, labelled with its resources and experiment when there are several, and with
+    its config id where those do not tell it apart: each series spans its own runs' full
+    length. Returns the plotted data (one row per series and grid point, with ``series``
+    and ``run_id``).
     """
-    if "experiment" not in progress:
-        progress = progress.assign(experiment="")
-    by = sorted({panel, hue, "resources", "experiment"})
+    progress = progress.assign(**{k: "" for k in IDENTITY_KEYS if k not in progress})
+    by = sorted({panel, hue, "resources", *IDENTITY_KEYS})
     data = on_common_grid(progress, x, "episode_return_mean", by)
     multi_res = data["resources"].nunique() > 1
     multi_exp = data["experiment"].nunique() > 1
     data["series"] = (data[hue] + (" | " + data["resources"] if multi_res else "")
                       + (" | " + data["experiment"] if multi_exp else ""))
+    # Configurations that the label so far cannot tell apart: add their config id.
+    alike = data.groupby([panel, "series"])["config_id"].transform("nunique") > 1
+    data.loc[alike, "series"] += " | config " + data.loc[alike, "config_id"]
     panels = sorted(data[panel].unique())
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
     # One colour, marker and dash per series across panels; each legend lists its own panel's.

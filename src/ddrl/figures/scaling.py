@@ -8,6 +8,7 @@ CSVs alone.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +36,46 @@ PART_STYLE = {  # breakdown part -> (grey level, hatch)
 }
 
 
+# What makes one scaling series (one panel): the experiment and the settings but resources
+# (ddrl.analysis.scaling.BASELINE_KEYS); tables without a series id fall back to ``hp``.
+SERIES_COLUMNS = ("experiment", "series_id")
+
+
+def _series_columns(table: pd.DataFrame) -> list[str]:
+    return [c for c in SERIES_COLUMNS if c in table] or [c for c in ("hp",) if c in table]
+
+
 def _panels(table: pd.DataFrame, keys=("algorithm", "env")) -> list[tuple[tuple, pd.DataFrame]]:
-    keys = list(keys) + (["hp"] if "hp" in table and table.groupby(list(keys))["hp"].nunique().max() > 1 else [])
-    return [(k if isinstance(k, tuple) else (k,), g) for k, g in table.groupby(keys, sort=True)]
+    """One panel per series, keyed ``(algorithm, env, experiment, tag)``: ``tag`` is the series
+    id (or hp key) where algorithm, env and experiment do not tell two panels apart, else ""."""
+    series = _series_columns(table)
+    tag_column = next((c for c in series if c != "experiment"), None)
+    panels = []
+    for _, group in table.groupby([*keys, *series], sort=True, dropna=False):
+        first = group.iloc[0]
+        experiment = first.get("experiment", "")
+        panels.append(((*(first[k] for k in keys), "" if pd.isna(experiment) else experiment),
+                       str(first[tag_column]) if tag_column else "", group))
+    shared = Counter(base for base, _, _ in panels)
+    return [((*base, tag if shared[base] > 1 else ""), group) for base, tag, group in panels]
 
 
-def _title(key: tuple, group: pd.DataFrame | None = None) -> str:
-    algo, env, *rest = key
+def _title(key: tuple, group: pd.DataFrame | None = None, suffix: str = "") -> str:
+    """``algo on env[, schedule]suffix``; the experiment and, where needed, the series tag
+    on a second line."""
+    algo, env, experiment, tag = key
     title = f"{algo} on {env}"
     schedules = sorted(set(group["update_schedule"])) if group is not None and \
         "update_schedule" in group else []
     if len(schedules) == 1 and schedules[0] != "on_policy":
         title += f", {schedules[0]}"
-    return title + (f" (hp {rest[0]})" if rest else "")
+    second = _series_label(experiment, tag)
+    return title + suffix + (f"\n{second}" if second else "")
+
+
+def _series_label(experiment: str, tag: str) -> str:
+    """Which series a panel shows: its experiment, and its series tag where one is needed."""
+    return ", ".join(filter(None, [experiment, f"series {tag}" if tag else ""]))
 
 
 def _grid(n: int, width: float = 5.0, height: float = 4.0):
@@ -80,12 +108,15 @@ def _worker_ticks(ax, workers) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _fit_row(amdahl: pd.DataFrame, key: tuple, gpu: int):
+def _fit_row(amdahl: pd.DataFrame, group: pd.DataFrame, gpu: int):
+    """The Amdahl fit of ``group``'s series (a panel of the speedup table) and ``gpu``."""
     if amdahl is None or amdahl.empty:
         return None
-    m = amdahl[(amdahl["algorithm"] == key[0]) & (amdahl["env"] == key[1]) & (amdahl["gpu"] == gpu)]
-    if len(key) > 2:
-        m = m[m["hp"] == key[2]]
+    m = amdahl[amdahl["gpu"] == gpu]
+    for k in ["algorithm", "env", *_series_columns(group)]:
+        if k in m:
+            value = group[k].iloc[0]  # a table read back without fillna has NaN for ""
+            m = m[m[k].isna()] if pd.isna(value) else m[m[k] == value]
     m = m[np.isfinite(m["serial_s"].astype(float))]
     return m.iloc[0] if len(m) else None
 
@@ -108,7 +139,7 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
             ax.errorbar(series["workers"], series["iter_time_s"], yerr=yerr, color=st["color"],
                         marker=st["marker"], mfc=st["mfc"], linestyle="none", capsize=3,
                         label=f"{st['label']} (median, IQR)")
-            fit = _fit_row(amdahl, key, int(gpu))
+            fit = _fit_row(amdahl, group, int(gpu))
             if fit is not None:
                 n = np.geomspace(1, 4 * top, 100)
                 ax.plot(n, amdahl_curve(fit, n), color=st["color"], linestyle=st["linestyle"],
@@ -158,7 +189,7 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.
             ax.errorbar(series["workers"], series["speedup"], yerr=yerr, color=st["color"],
                         marker=st["marker"], mfc=st["mfc"], linestyle="none", capsize=3,
                         label=f"{st['label']} (95% CI)")
-            fit = _fit_row(amdahl, key, int(gpu))
+            fit = _fit_row(amdahl, group, int(gpu))
             if fit is not None and len(base):
                 n = np.geomspace(1, 4 * top, 100)
                 ax.plot(n, base.iloc[0] / amdahl_curve(fit, n), color=st["color"],
@@ -207,7 +238,8 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> pd.DataFrame:
         ax.set_xticklabels(group["workers"].astype(int).astype(str))
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("time per iteration (s)")
-        ax.set_title(_title(key[:-1]) + (", GPU learner" if key[-1] else ", CPU only"), fontsize=10)
+        ax.set_title(_title(key[:-1], suffix=", GPU learner" if key[-1] else ", CPU only"),
+                     fontsize=10)
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=7)
     fig.suptitle("Training iteration time by task (thesis Figs 21-22)", fontsize=11)
@@ -309,11 +341,15 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
         empty_figure(pdf, png, "No off-policy grid was measured under the rllib1_round_robin "
                          "update schedule with its 1-runner baseline.")
         return pd.DataFrame(drawn, columns=["panel", "series", "workers", "speedup"])
-    panels = [(k, g) for k, g in data.groupby(["algorithm", "env", "gpu"], sort=True)]
+    # One panel per series (its experiment and settings) and learner.
+    panels = [((*key, gpu), g) for key, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
+    names = Counter((algo, env, gpu) for (algo, env, _, _, gpu), _ in panels)
     fig, axes = _grid(len(panels))
-    for ax, ((algo, env, gpu), group) in zip(axes, panels):
+    for ax, ((algo, env, experiment, tag, gpu), group) in zip(axes, panels):
         group = group.sort_values("workers")
         panel = f"{algo} on {env}" + (", GPU learner" if gpu else "")
+        if names[algo, env, gpu] > 1:  # several series of this task: name which one
+            panel += f" ({_series_label(experiment, tag)})"
         for col, (label, st) in SCHEDULE_STYLE.items():
             y = group[col].astype(float)
             ok = np.isfinite(y)
@@ -340,7 +376,7 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
         _worker_ticks(ax, list(group["workers"]) + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"))
         ax.set_xlabel("env runners (workers)")
         ax.set_ylabel("speedup vs 1 runner (x)")
-        ax.set_title(f"{algo} on {env}" + (", GPU learner" if gpu else ""))
+        ax.set_title(_title((algo, env, experiment, tag), suffix=", GPU learner" if gpu else ""))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6)
     fig.suptitle("Off-policy speedup: the thesis's update schedule vs a fixed update ratio",

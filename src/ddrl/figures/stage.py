@@ -14,6 +14,9 @@ from ddrl.analysis.results import load_progress
 from ddrl.figures import scaling as figs
 from ddrl.figures.catalog import LEARNING_FIGURES
 
+# Text columns of the tables (experiment names, identity hashes, notes), read back as text.
+TEXT_COLUMNS = ("experiment", "config_id", "series_id", "hp", "grid", "note")
+
 
 def reward_stage(run_dirs: Iterable[str | Path],
                  outputs: Mapping[str, tuple[str | Path, str | Path]],
@@ -56,27 +59,23 @@ def figures_stage(run_dirs: Iterable[str | Path], tables_dir: str | Path,
     tables_dir = Path(tables_dir)
 
     def read(name: str) -> pd.DataFrame:
-        return pd.read_csv(tables_dir / f"{name}.csv", keep_default_na=True)
+        table = pd.read_csv(tables_dir / f"{name}.csv", keep_default_na=True,
+                            dtype={c: str for c in TEXT_COLUMNS})
+        # Text stays text: a hash such as "12345678" is not a number, nor "" a missing value.
+        return table.fillna({c: "" for c in TEXT_COLUMNS if c in table})
 
     speedup, breakdown, amdahl = read("speedup"), read("breakdown"), read("amdahl")
-    for df in (speedup, breakdown, amdahl):
-        if "note" in df:
-            df["note"] = df["note"].fillna("")
     if any(name in outputs for name in LEARNING_FIGURES):
         reward_stage(run_dirs, outputs, experiments)
     drawn["fig15-20_iteration_time"] = figs.iteration_time_figure(
         speedup, amdahl, *outputs["fig15-20_iteration_time"])
     drawn["fig15-20_speedup"] = figs.speedup_figure(speedup, amdahl, *outputs["fig15-20_speedup"])
     drawn["fig21-22_breakdown"] = figs.breakdown_figure(breakdown, *outputs["fig21-22_breakdown"])
-    cost = read("cost")
-    cost["note"] = cost["note"].fillna("")
-    drawn["cost_pareto"] = figs.cost_pareto_figure(cost, *outputs["cost_pareto"])
+    drawn["cost_pareto"] = figs.cost_pareto_figure(read("cost"), *outputs["cost_pareto"])
     drawn["thesis_comparison"] = figs.thesis_comparison_figure(read("thesis_comparison"),
                                                                *outputs["thesis_comparison"])
-    schedules = read("update_schedules")
-    schedules["note"] = schedules["note"].fillna("")
     drawn["update_schedules"] = figs.update_schedule_figure(
-        schedules, read("thesis_comparison"), *outputs["update_schedules"])
+        read("update_schedules"), read("thesis_comparison"), *outputs["update_schedules"])
     _write_source_data(drawn, outputs)
 
 
