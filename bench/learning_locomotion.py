@@ -596,8 +596,33 @@ def compare(rows: Iterable[Mapping[str, Any]], ratio: float = 0.9) -> list[dict[
                     "ratio": r_, "ddrl_curve_mean": curve["ddrl"], "sb3_curve_mean": curve["sb3"],
                     "curve_points": len(grid),
                     "ddrl_seeds": len(at["ddrl"]), "sb3_seeds": len(at["sb3"]),
-                    "keeps_up": bool(keeps), "finished": done})
+                    "keeps_up": bool(keeps), "finished": done,
+                    **seed_statistics(fws, common, grid)})
     return out
+
+
+def seed_statistics(fws: Mapping[str, Mapping[int, Sequence[Mapping[str, Any]]]], common: int,
+                    grid: Sequence[int]) -> dict[str, Any]:
+    """Per-seed finals and curve means of both frameworks at ``common`` env steps, their
+    interquartile means, 95% bootstrap intervals of the ddrl/SB3 ratios, and how many ddrl
+    seeds end below SB3's worst seed."""
+    from ddrl.analysis.seed_stats import bootstrap_ratio_interval, interquartile_mean
+
+    finals = {fw: {seed: return_at(rs, common) for seed, rs in sorted(fws[fw].items())}
+              for fw in ("ddrl", "sb3")}
+    curves = {fw: {seed: float(np.nanmean([return_at(rs, x) for x in grid]))
+                   for seed, rs in sorted(fws[fw].items())} for fw in ("ddrl", "sb3")}
+    stats: dict[str, Any] = {}
+    for name, per_seed in (("final", finals), ("curve", curves)):
+        values = {fw: [v for v in per_seed[fw].values() if not math.isnan(v)]
+                  for fw in ("ddrl", "sb3")}
+        stats[f"{name}_per_seed"] = per_seed
+        stats[f"{name}_iqm"] = {fw: interquartile_mean(values[fw]) for fw in values}
+        stats[f"{name}_ratio_ci"] = bootstrap_ratio_interval(values["ddrl"], values["sb3"])
+        if name == "final":
+            worst = min(values["sb3"], default=math.nan)
+            stats["ddrl_seeds_below_sb3_worst"] = sum(v < worst for v in values["ddrl"])
+    return stats
 
 
 def markdown(table: Sequence[Mapping[str, Any]], comparison: Sequence[Mapping[str, Any]]) -> str:
@@ -621,6 +646,19 @@ def markdown(table: Sequence[Mapping[str, Any]], comparison: Sequence[Mapping[st
         lines.append(f"| {c['algorithm']} | {c['env']} | {c['env_steps']:,} | {c['ddrl']:.1f} | "
                      f"{c['sb3']:.1f} | {ratio} | {verdict} | "
                      f"{c['ddrl_curve_mean']:.1f}, {c['sb3_curve_mean']:.1f} ({c['curve_points']}) |")
+    lines += ["", "| algorithm | task | seeds ddrl, SB3 | final IQM ddrl, SB3 | final ratio, 95% CI "
+              "| curve-mean IQM ddrl, SB3 | curve ratio, 95% CI | ddrl seeds below SB3's worst |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in comparison:
+        cells = []
+        for name, mean_d, mean_s in (("final", c["ddrl"], c["sb3"]),
+                                     ("curve", c["ddrl_curve_mean"], c["sb3_curve_mean"])):
+            iqm, (lo, hi) = c[f"{name}_iqm"], c[f"{name}_ratio_ci"]
+            ratio = f"{mean_d / mean_s:.2f}" if mean_s > 0 else "n/a"
+            cells += [f"{iqm['ddrl']:.1f}, {iqm['sb3']:.1f}",
+                      f"{ratio} [{lo:.2f}, {hi:.2f}]" if not math.isnan(lo) else f"{ratio} [n/a]"]
+        lines.append(f"| {c['algorithm']} | {c['env']} | {c['ddrl_seeds']}, {c['sb3_seeds']} | "
+                     f"{' | '.join(cells)} | {c['ddrl_seeds_below_sb3_worst']} |")
     return "\n".join(lines) + "\n"
 
 

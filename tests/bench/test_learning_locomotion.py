@@ -153,6 +153,13 @@ def test_compare_at_the_common_env_steps():
     assert c["sb3"] == pytest.approx(700.0) and c["keeps_up"]
     md = ll.markdown(ll.summary_table(rows), ll.compare(rows))
     assert "| SAC | HopperBulletEnv-v0 | 20,000 | 500.0 | 700.0 | 0.71 | yes | 300.0, 400.0 (2) |" in md
+    # Per-seed statistics: SB3's worst seed ends at 400, ddrl's only seed at 500.
+    assert c["final_per_seed"] == {"ddrl": {1: 500.0}, "sb3": {1: 1000.0, 2: 400.0}}
+    assert c["final_iqm"]["sb3"] == pytest.approx(700.0)
+    assert c["ddrl_seeds_below_sb3_worst"] == 0
+    lo, hi = c["final_ratio_ci"]  # resampling SB3's two seeds: 500/1000 .. 500/400
+    assert lo == pytest.approx(0.5) and hi == pytest.approx(1.25)
+    assert "| SAC | HopperBulletEnv-v0 | 1, 2 | 500.0, 700.0 | 0.71 [0.50, 1.25] |" in md
     # A cell with a run still going gets no verdict.
     rows[-1]["finished"] = False
     assert "| 0.71 | (runs unfinished) |" in ll.markdown([], ll.compare(rows))
