@@ -71,6 +71,8 @@ from ddrl.algorithms.replay import (
     TransitionReplayBuffer,
     episode_transitions,
 )
+from ddrl.algorithms.threads import (LEARNER_THREAD_MODES, learner_thread_count,
+                                     learner_thread_mode)
 
 log = logging.getLogger(__name__)
 
@@ -219,8 +221,6 @@ class TransitionReplayConfig(SACConfig):
                 "`store_buffer_in_checkpoints` saves the host replay buffer, but "
                 "`replay_on_learner: true` keeps the transitions in the learner's device "
                 "buffer, which is not checkpointed; set one of them to false")
-        from ddrl.training.runtime import LEARNER_THREAD_MODES
-
         if self.learner_thread_mode not in (None, *LEARNER_THREAD_MODES):
             self._value_error(f"`learner_thread_mode` must be one of "
                               f"{list(LEARNER_THREAD_MODES)} or None, got "
@@ -261,8 +261,6 @@ MAX_BATCH_PARTS = 4
 def learner_thread_settings(config: Any) -> tuple[int, str]:
     """A CPU learner's (threads, mode): the config's ``learner_num_threads`` and
     ``learner_thread_mode``, else ``$DDRL_LEARNER_THREADS`` and ``$DDRL_LEARNER_THREAD_MODE``."""
-    from ddrl.training.runtime import learner_thread_count, learner_thread_mode
-
     threads = int(getattr(config, "learner_num_threads", None) or learner_thread_count())
     return threads, getattr(config, "learner_thread_mode", None) or learner_thread_mode()
 

@@ -7,62 +7,12 @@ import logging
 import os
 from typing import Iterator
 
+# Re-exported for bench/ (peers.py, sac_layouts.py, harness/throughput.py), which imports
+# them from here; the learner-thread settings are the algorithms' (ddrl.algorithms.threads).
+from ddrl.algorithms.threads import (  # noqa: F401
+    LEARNER_THREAD_MODE_ENV, LEARNER_THREADS_ENV, learner_threads)
+
 log = logging.getLogger(__name__)
-
-
-LEARNER_THREADS_ENV = "DDRL_LEARNER_THREADS"
-
-
-def learner_thread_count() -> int:
-    """torch intra-op threads for a CPU learner: ``$DDRL_LEARNER_THREADS``, default 1.
-
-    A training job holds one CPU for the driver (where a local learner trains) plus one per
-    env runner, so one thread is what it was given. Small-MLP updates gain little from more,
-    and torch's OpenMP threads spin when a core is busy elsewhere: PPO on the humanoid, 1 env
-    runner, 2-core box with background load, 389 env steps/s with 1 thread vs 80 with 2
-    (bench/scaling.py); SAC on the humanoid, 1 env runner, quiet 2-core box: 73.5 env steps/s
-    with 1 thread, 18.5 with 2, 41.3 with 2 and OMP_WAIT_POLICY=PASSIVE (2026-12-03).
-    """
-    raw = os.environ.get(LEARNER_THREADS_ENV, "1")
-    try:
-        threads = int(raw)
-        if threads < 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"${LEARNER_THREADS_ENV} must be an integer >= 1, got {raw!r}") from None
-    return threads
-
-
-# How a CPU learner given 2+ threads uses them (ddrl.algorithms.offpolicy.limit_learner_threads).
-LEARNER_THREAD_MODE_ENV = "DDRL_LEARNER_THREAD_MODE"
-LEARNER_THREAD_MODES = ("kernels", "parts")
-
-
-def learner_thread_mode() -> str:
-    """``$DDRL_LEARNER_THREAD_MODE``: ``kernels`` (default; torch's threads share each op,
-    dropped to one while the env runners sample) or ``parts`` (the minibatch split over
-    Python threads)."""
-    mode = os.environ.get(LEARNER_THREAD_MODE_ENV, LEARNER_THREAD_MODES[0])
-    if mode not in LEARNER_THREAD_MODES:
-        raise ValueError(f"${LEARNER_THREAD_MODE_ENV} must be one of {list(LEARNER_THREAD_MODES)}, "
-                         f"got {mode!r}")
-    return mode
-
-
-@contextlib.contextmanager
-def learner_threads() -> Iterator[int]:
-    """Set torch's intra-op threads in this (driver) process, where a local CPU learner
-    trains, to :func:`learner_thread_count`; restore them on exit. Ray's workers (env
-    runners, Tune trials) already get one thread per CPU they hold."""
-    import torch
-
-    threads = learner_thread_count()
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield threads
-    finally:
-        torch.set_num_threads(before)
 
 
 # Ray 2.60 turns _node_ip_address="127.0.0.1" into the primary interface's address, and

@@ -19,7 +19,8 @@ from ddrl.training import checkpoints, faults, provenance
 from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError, TrainingInterrupted  # noqa: F401
 from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
-from ddrl.training.runtime import learner_threads, ray_session
+from ddrl.algorithms.threads import learner_threads
+from ddrl.training.runtime import ray_session
 from ddrl.cluster.ray_nodes import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
 from ddrl.training.stop import episodes_so_far, stop_reason

@@ -8,7 +8,7 @@ import torch
 
 from ddrl.algorithms.sac.sac import ConcatQSACTorchRLModule, FastSACConfig
 from ddrl.algorithms.td3.td3 import TD3Config
-from ddrl.training.runtime import learner_threads
+from ddrl.algorithms.threads import learner_threads
 from harness.sampling import run_spec
 from ddrl.training.train import build_algorithm_config
 

@@ -12,7 +12,8 @@ from ddrl.algorithms.offpolicy import SharedCores
 from ddrl.algorithms.sac.sac import FastSACConfig
 from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
-from ddrl.training.runtime import LEARNER_THREAD_MODE_ENV, learner_thread_mode, ray_session
+from ddrl.algorithms.threads import LEARNER_THREAD_MODE_ENV, learner_thread_mode
+from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
 from helpers.offpolicy import random_transitions
 
