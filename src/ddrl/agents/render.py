@@ -54,10 +54,11 @@ class Recording:
 
 def check_settings(settings: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     """Validate the (defaults-filled) render settings; errors name the run and the key."""
-    from ddrl.config.eval_config import RENDER_SCHEMA, _merge
+    from ddrl.config.eval_config import RENDER_SCHEMA
+    from ddrl.config.sections import merge_section
 
     try:
-        s = _merge(RENDER_SCHEMA, dict(settings), "render")
+        s = merge_section(RENDER_SCHEMA, dict(settings), "render")
     except ConfigError as err:
         raise ConfigError(f"run {run_id}: {err}") from None
     for key in ("width", "height"):

@@ -28,9 +28,9 @@ They do not enter run ids: changing them reruns evaluation or rendering, never t
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Mapping
 
+from ddrl.config.sections import merge_section
 from ddrl.errors import ConfigError
 
 EVALUATION_SCHEMA: dict[str, Any] = {
@@ -98,49 +98,21 @@ EXPORT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, sub in schema["properties"].items():
-        if sub.get("type") == "object":
-            out[key] = _defaults(sub)
-        else:
-            out[key] = copy.deepcopy(sub.get("default"))
-    return out
-
-
-def _merge(schema: Mapping[str, Any], given: Any, where: str) -> dict[str, Any]:
-    if given is None:
-        given = {}
-    if not isinstance(given, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(given).__name__}")
-    allowed = schema["properties"]
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown setting(s) {unknown}; allowed: {', '.join(sorted(allowed))}"
-        )
-    out = _defaults(schema)
-    for key, value in given.items():
-        sub = allowed[key]
-        out[key] = _merge(sub, value, f"{where}.{key}") if sub.get("type") == "object" else value
-    return out
-
-
 def evaluation_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The study's ``evaluation`` section with defaults filled in."""
-    return _merge(EVALUATION_SCHEMA, (config or {}).get("evaluation"), "evaluation")
+    return merge_section(EVALUATION_SCHEMA, (config or {}).get("evaluation"), "evaluation")
 
 
 def render_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The study's ``render`` section with defaults filled in."""
-    return _check_best(config, _merge(RENDER_SCHEMA, (config or {}).get("render"), "render"),
-                       "render")
+    settings = merge_section(RENDER_SCHEMA, (config or {}).get("render"), "render")
+    return _check_best(config, settings, "render")
 
 
 def export_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The study's ``export`` section with defaults filled in."""
-    return _check_best(config, _merge(EXPORT_SCHEMA, (config or {}).get("export"), "export"),
-                       "export")
+    settings = merge_section(EXPORT_SCHEMA, (config or {}).get("export"), "export")
+    return _check_best(config, settings, "export")
 
 
 def _check_best(config: Mapping[str, Any] | None, settings: dict[str, Any], where: str

@@ -101,7 +101,7 @@ class Metric:
 
     def of_series(self, values: Iterable[Any]) -> float:
         """Mean of the last ``last`` finite values; NaN when there are none."""
-        finite = [float(v) for v in values if _is_finite(v)]
+        finite = [float(v) for v in values if is_finite(v)]
         tail = finite[-self.last:]
         return sum(tail) / len(tail) if tail else math.nan
 
@@ -189,7 +189,8 @@ def search_id(entry: Mapping[str, Any]) -> str:
     return f"{entry['algorithm'].lower()}-{safe_name(entry['env'])}"
 
 
-def _is_finite(value: Any) -> bool:
+def is_finite(value: Any) -> bool:
+    """A number (or a string of one) that is neither NaN nor infinite."""
     try:
         return math.isfinite(float(value))
     except (TypeError, ValueError):

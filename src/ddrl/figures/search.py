@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ddrl.config.search_space import Search, _is_finite
+from ddrl.config.search_space import Search, is_finite
 
 
 def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) -> None:
@@ -23,7 +23,7 @@ def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) ->
         if dim.is_range:
             x = board[dim.name].astype(float)
             ax.scatter(x, metric, s=28, color="0.35", label="trial")
-            if _is_finite(best["metric"]):
+            if is_finite(best["metric"]):
                 ax.scatter([float(best[dim.name])], [best["metric"]], s=90, marker="*",
                            color="tab:red", label="best", zorder=3)
             if dim.kind == "loguniform":
@@ -36,7 +36,7 @@ def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) ->
             jitter = np.random.default_rng(0).uniform(-0.08, 0.08, len(board))
             x = col.map(pos).astype(float) + jitter
             ax.scatter(x, metric, s=28, color="0.35", label="trial")
-            if _is_finite(best["metric"]):
+            if is_finite(best["metric"]):
                 ax.scatter([x.iloc[0]], [best["metric"]], s=90, marker="*",
                            color="tab:red", label="best", zorder=3)
             ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 3 else 0,

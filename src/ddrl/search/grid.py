@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ddrl.config.search_space import Search, _is_finite, trial_name
+from ddrl.config.search_space import Search, is_finite, trial_name
 from ddrl.errors import DdrlError
 from ddrl.runs import read_run
 
@@ -59,7 +59,7 @@ def grid_results(search: Search, run_dirs: Mapping[str, str | Path]) -> list[Tri
             wall.append(float(result.get("time_total_s", math.nan)))
             iters.append(int(result.get("iterations", len(progress))))
             runs.append(run_id)
-        finite = [m for m in metrics if _is_finite(m)]
+        finite = [m for m in metrics if is_finite(m)]
         out.append(TrialResult(
             trial=trial_name(index), values=values_of[index],
             metric=sum(finite) / len(finite) if finite else math.nan,
@@ -97,7 +97,7 @@ def best_record(search: Search, board, results: Sequence[TrialResult]) -> dict[s
     from ddrl.algorithms import get_algorithm
 
     top = board.iloc[0]
-    if not _is_finite(top["metric"]):
+    if not is_finite(top["metric"]):
         raise DdrlError(
             f"search {search.id}: no trial recorded a finite {search.metric.column!r}; "
             "train longer (more iterations with finished episodes) or pick another metric"

@@ -81,7 +81,7 @@ def make_trainable(search: Search) -> Any:
     from ray import tune
 
     from ddrl.training.progress import row_from_result
-    from ddrl.training.train import _budget_done, build_algorithm_config
+    from ddrl.training.train import budget_done, build_algorithm_config
     from ddrl.training.stop import episodes_so_far
 
     class DdrlTrial(tune.Trainable):
@@ -105,7 +105,7 @@ def make_trainable(search: Search) -> Any:
             out = {k: v for k, v in row.items() if k not in _TUNE_KEYS}
             out["score"] = search.metric.of_series(self.series)
             self.episodes += episodes_so_far([row])
-            out["done"] = _budget_done(self.spec, self.env_steps, self.trained_s,
+            out["done"] = budget_done(self.spec, self.env_steps, self.trained_s,
                                        row["episode_return_mean"], self.episodes)
             out["node"] = self.node  # Tune adds the node's address as node_ip
             return out

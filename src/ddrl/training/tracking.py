@@ -85,9 +85,9 @@ TRACKING_SCHEMA: dict[str, Any] = {
 
 def tracking_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The study's ``tracking`` section with defaults filled in (errors name the key)."""
-    from ddrl.config.eval_config import _merge
+    from ddrl.config.sections import merge_section
 
-    s = _merge(TRACKING_SCHEMA, (config or {}).get("tracking"), "tracking")
+    s = merge_section(TRACKING_SCHEMA, (config or {}).get("tracking"), "tracking")
     if s["wandb"]["mode"] not in ("offline", "online"):
         raise ConfigError(f"tracking.wandb.mode: expected offline or online, "
                           f"got {s['wandb']['mode']!r}")

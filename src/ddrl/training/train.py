@@ -64,8 +64,9 @@ def _check_gpus(spec: RunSpec) -> RunSpec:
     )
 
 
-def _budget_done(spec: RunSpec, env_steps: int, time_total_s: float,
-                 return_mean: float = math.nan, episodes: float = 0) -> bool:
+def budget_done(spec: RunSpec, env_steps: int, time_total_s: float,
+                return_mean: float = math.nan, episodes: float = 0) -> bool:
+    """Has the run's budget (env steps, time or return threshold) been reached?"""
     return stop_reason(spec.budget, env_steps=env_steps, time_total_s=time_total_s,
                        return_mean=return_mean, episodes=episodes) is not None
 
