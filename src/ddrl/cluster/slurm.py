@@ -16,13 +16,10 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ddrl.errors import ConfigError, DdrlError
 from ddrl.runs import RunSpec
-
-if TYPE_CHECKING:
-    from ddrl.config.search_space import Search
 
 #: ``software:`` in a study config: how cluster jobs get their software. Training and the
 #: other rules load these environment modules (``--sdm env-modules``) or run in this
@@ -89,15 +86,27 @@ def runtime_min(spec: RunSpec, attempt: int = 1) -> int:
     return base * max(1, int(attempt))
 
 
-def tune_runtime_min(search: Search, attempt: int = 1) -> int:
-    """Slurm runtime (minutes) of a tune job: its time budget, else its trials' time limits
-    run ``max_concurrent_trials`` at a time; 10% and :data:`RUNTIME_MARGIN_MIN` on top, times
-    the attempt (the tune job resumes its experiment)."""
-    seconds = search.tune.get("time_budget_s") or (
-        search.num_samples * search.budget.get("time_limit_s", DEFAULT_TRIAL_S)
-        / search.tune["max_concurrent_trials"]
-    )
+def tune_job_runtime_min(*, num_samples: int, max_concurrent_trials: int,
+                         time_budget_s: float | None = None,
+                         trial_time_limit_s: float | None = None, attempt: int = 1) -> int:
+    """Slurm runtime (minutes) of a tune job: its time budget, else ``num_samples`` trials of
+    ``trial_time_limit_s`` each (:data:`DEFAULT_TRIAL_S` when None) run
+    ``max_concurrent_trials`` at a time; 10% and :data:`RUNTIME_MARGIN_MIN` on top, times the
+    attempt (the tune job resumes its experiment)."""
+    trial_s = DEFAULT_TRIAL_S if trial_time_limit_s is None else trial_time_limit_s
+    seconds = time_budget_s or num_samples * trial_s / max_concurrent_trials
     return int(seconds * 1.1 / 60 + RUNTIME_MARGIN_MIN) * attempt
+
+
+def tune_runtime_min(search: Any, attempt: int = 1) -> int:
+    """:func:`tune_job_runtime_min` of a search's settings (its ``tune``, ``num_samples`` and
+    ``budget``). Kept for workflow/rules/common.smk, which passes the search; new callers pass
+    the numbers."""
+    return tune_job_runtime_min(
+        num_samples=search.num_samples,
+        max_concurrent_trials=search.tune["max_concurrent_trials"],
+        time_budget_s=search.tune.get("time_budget_s"),
+        trial_time_limit_s=search.budget.get("time_limit_s"), attempt=attempt)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,18 @@ def test_check_runs_refuses_the_whole_study_with_one_line_per_run(tmp_path):
 
 
 def test_tune_runtime_is_its_time_budget_else_its_trials_limits():
+    margin = slurm.RUNTIME_MARGIN_MIN
+    assert slurm.tune_job_runtime_min(num_samples=8, max_concurrent_trials=1, time_budget_s=600,
+                                      trial_time_limit_s=60) == int(600 * 1.1 / 60 + margin)
+    seconds = 4 * slurm.DEFAULT_TRIAL_S / 2
+    assert slurm.tune_job_runtime_min(num_samples=4, max_concurrent_trials=2,
+                                      attempt=2) == 2 * int(seconds * 1.1 / 60 + margin)
+    assert slurm.tune_job_runtime_min(num_samples=4, max_concurrent_trials=2,
+                                      trial_time_limit_s=60) == int(4 * 60 / 2 * 1.1 / 60 + margin)
+
+
+def test_tune_runtime_of_a_search_reads_its_settings():
+    # What workflow/rules/common.smk calls: the search's settings, the same minutes.
     from types import SimpleNamespace
 
     budgeted = SimpleNamespace(tune={"time_budget_s": 600, "max_concurrent_trials": 1},
