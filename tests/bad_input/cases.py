@@ -163,7 +163,7 @@ def _both(*changes: Callable[[dict], Any]) -> Callable[[dict], Any]:
 
 OFF = {"num_steps_sampled_before_learning_starts": 100}  # within base()'s 400-step budget
 
-# What only a job used to find (ddrl.config.spaces, ddrl.config.relations): each is now
+# What only a job used to find (ddrl.envs.spaces, ddrl.config.relations): each is now
 # refused by Study.from_config, so by `ddrl validate` and before the DAG starts.
 CASES += [
     # The algorithm against the env's spaces (read by building the env once; cached).

@@ -138,7 +138,7 @@ def test_runners_this_machine_cannot_hold_are_refused(name, change, cpus):
 
 
 def test_env_spaces_are_cached_on_disk_per_env_and_versions(tmp_path, monkeypatch):
-    from ddrl.config import spaces
+    from ddrl.envs import spaces
 
     monkeypatch.setenv("DDRL_CACHE_DIR", str(tmp_path))
     spaces._env_spaces.cache_clear()

@@ -101,7 +101,7 @@ def check_run(where: str, spec: RunSpec) -> None:
     """What a job would find minutes in: the env's spaces against the algorithm, and
     contradictions between hyperparameters, resources and budget (ddrl.config)."""
     from ddrl.config.relations import check_relations
-    from ddrl.config.spaces import check_algorithm_spaces, env_spaces
+    from ddrl.envs.spaces import check_algorithm_spaces, env_spaces
 
     try:
         spaces = env_spaces(spec.env, spec.env_config)

@@ -65,7 +65,7 @@ def build(spec):
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from ddrl.algorithms.ppo.catalog import INITIALIZATION_CATALOGS
-    from ddrl.config.spaces import env_spaces
+    from ddrl.envs.spaces import env_spaces
 
     hp = spec.hyperparameters
     # RLlib's catalog rejects free_log_std for a categorical head (spaces read only if asked).

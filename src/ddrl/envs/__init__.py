@@ -3,6 +3,9 @@
 ``pybullet_envs_gymnasium`` registers the Bullet tasks when imported. RLlib's env runners
 are separate processes, so we hand RLlib the ``module:EnvId`` form, which makes gymnasium
 import the module inside whichever process builds the env.
+
+An env's observation and action spaces, and which algorithms can train on them:
+:mod:`ddrl.envs.spaces`.
 """
 
 from __future__ import annotations
