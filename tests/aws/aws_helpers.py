@@ -51,7 +51,7 @@ TINY_SAGEMAKER_STUDY = {
 
 
 def tiny_spec():
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
 
     study = Study.from_config(TINY_SAGEMAKER_STUDY)
     (spec,) = study.runs.values()

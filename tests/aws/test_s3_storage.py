@@ -80,7 +80,7 @@ def test_aws_profile_submits_batch_jobs(session, aws, tmp_path):
            "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL": aws,
            "SNAKEMAKE_AWS_BATCH_JOB_QUEUE": queue, "SNAKEMAKE_AWS_BATCH_JOB_ROLE": role}
     config = shutil.copy(REPO / "tests" / "data" / "tiny.yaml", tmp_path / "tiny.yaml")
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
 
     run_id = next(r for r, s in Study.from_file(config).runs.items()
                   if s.algorithm == "PPO" and s.resources["num_env_runners"] == 2)

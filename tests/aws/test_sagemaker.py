@@ -173,7 +173,7 @@ def test_settings_from_env_and_clear_errors():
 
 
 def test_study_config_accepts_the_sagemaker_section():
-    from ddrl.config.study import Study, validate_config
+    from ddrl.study.study import Study, validate_config
     from aws.aws_helpers import TINY_SAGEMAKER_STUDY
 
     Study.from_config({**TINY_SAGEMAKER_STUDY, "train_backend": "sagemaker",

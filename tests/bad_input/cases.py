@@ -234,7 +234,7 @@ CASES += [
          ("TD3.target_noise=0.2 with target_noise_clip=0", "allowed: target_noise_clip > 0")),
 ]
 
-# Resources this machine can never hold (ddrl.config.preflight.check_local_cpus, the local
+# Resources this machine can never hold (ddrl.study.preflight.check_local_cpus, the local
 # profile): (change, number of CPUs the runners ask for). Refused by `ddrl validate --local`
 # and by the workflow before any job; valid as configs (a Slurm profile may run them).
 MACHINE_CASES = [

@@ -16,7 +16,7 @@ from cases import CASES, MACHINE_CASES, base  # noqa: E402
 
 from ddrl import cli  # noqa: E402
 from ddrl.training.checkpoints import MANIFEST  # noqa: E402
-from ddrl.config.study import Study  # noqa: E402
+from ddrl.study.study import Study  # noqa: E402
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, list[str]]:
@@ -84,7 +84,7 @@ def test_validate_refuses_what_a_job_used_to_find(capsys, tmp_path, case):
 
 
 def test_validate_local_checks_this_machine(capsys, tmp_path, monkeypatch):
-    from ddrl.config import preflight
+    from ddrl.study import preflight
 
     name, change, cpus = MACHINE_CASES[0]
     path = tmp_path / "big.yaml"

@@ -1,5 +1,5 @@
 """Malformed configs are rejected before any job starts, with a message naming the key and
-the allowed values: by ddrl.config.study directly and by `snakemake -n` with the config."""
+the allowed values: by ddrl.study.study directly and by `snakemake -n` with the config."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, MACHINE_CASES, YAML_ERRORS, base, gpu_request, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
-from ddrl.config.preflight import check_local_cpus, check_local_gpus  # noqa: E402
-from ddrl.config.study import Study  # noqa: E402
+from ddrl.study.preflight import check_local_cpus, check_local_gpus  # noqa: E402
+from ddrl.study.study import Study  # noqa: E402
 
 
 def test_the_base_config_is_valid():
@@ -51,7 +51,7 @@ def test_missing_gpu_is_an_error_or_a_logged_fallback(caplog):
     with pytest.raises(ConfigError) as err:
         check_local_gpus(Study.from_config(gpu_request(fallback=False)).runs, gpus=0)
     assert "num_gpus_per_learner=1" in str(err.value) and "on_missing_gpu: cpu" in str(err.value)
-    with caplog.at_level("WARNING", logger="ddrl.config.preflight"):
+    with caplog.at_level("WARNING", logger="ddrl.study.preflight"):
         lines = check_local_gpus(Study.from_config(gpu_request(fallback=True)).runs, gpus=0)
     assert len(lines) == 2 and all("trains on the CPU" in line for line in lines)
     assert [r.getMessage() for r in caplog.records] == lines
@@ -60,7 +60,7 @@ def test_missing_gpu_is_an_error_or_a_logged_fallback(caplog):
 
 
 def _cuda() -> bool:
-    from ddrl.config.preflight import visible_gpus
+    from ddrl.study.preflight import visible_gpus
 
     return visible_gpus() > 0
 

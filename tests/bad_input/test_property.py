@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import base, run_snakemake  # noqa: E402
 
 from ddrl.errors import ConfigError  # noqa: E402
-from ddrl.config.preflight import check_local_cpus, check_local_gpus  # noqa: E402
-from ddrl.config.study import Study  # noqa: E402
+from ddrl.study.preflight import check_local_cpus, check_local_gpus  # noqa: E402
+from ddrl.study.study import Study  # noqa: E402
 
 PATHS = [
     ("study",), ("checkpoint_every",), ("on_missing_gpu",), ("fault_tolerance",),

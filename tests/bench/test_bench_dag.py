@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "dag.py"
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import thesis_grid
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.errors import ConfigError
 
 

@@ -21,7 +21,7 @@ import importlib.util
 import psutil
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.runs import RunSpec
 
 HERE = Path(__file__).resolve().parent

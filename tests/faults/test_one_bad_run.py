@@ -8,7 +8,7 @@ import json
 import faulty_envs
 from fault_helpers import BATCH, pythonpath, run_snakemake, tiny_config, write_yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 
 def test_one_bad_run_does_not_stop_the_others(tmp_path):

@@ -25,7 +25,7 @@ import pytest
 
 from fault_helpers import _root_conftest, run_snakemake, wait_for, write_yaml
 from ddrl.training import checkpoints
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 REPO, SNAKEFILE = _root_conftest().REPO, _root_conftest().SNAKEFILE
 BATCH, ITERATIONS = 200, 12

@@ -46,7 +46,7 @@ def ddrl_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complete
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> TinyRun:
     from ddrl.agents.evaluate import write_curve
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
 
     root = tmp_path_factory.mktemp("tiny_run")
     config = root / "tiny1.yaml"

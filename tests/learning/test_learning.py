@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.training.train import train_run
 
 THRESHOLD = 700.0  # InvertedPendulumBulletEnv-v0: 1000 is the maximum, random play ~25

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from .slurm_cluster import PARTITION, SlurmTestCluster, start_cluster, unavailable_reason
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from .conftest import (TIMEOUT_SEED, run_slurm_snakemake, slurm_study_config,
                       write_test_profile)

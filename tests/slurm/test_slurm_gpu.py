@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from .conftest import REPO, SNAKEFILE, TINY_CONFIG
 from .slurm_cluster import PARTITION
 

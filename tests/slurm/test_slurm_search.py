@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from .conftest import snakemake_command, write_test_profile
 from .test_slurm import _read

@@ -1,8 +1,21 @@
-"""The package layout: src/ddrl has no import cycle and keeps at most eight flat modules.
+"""The package layout: src/ddrl's packages stand on floors, and keeps at most eight flat modules.
 
-Imports are read with ``ast`` (nothing is imported), at module level and inside functions,
-because an import inside a function is how a cycle hides until it runs. Imports under
-``if TYPE_CHECKING:`` are annotations only and are left out.
+Imports are read with ``ast`` (nothing is imported), every one of them: at module level,
+inside functions and under ``if TYPE_CHECKING:``. An import inside a function is how a cycle
+hides until it runs, and one under TYPE_CHECKING still says which package knows the other.
+
+The rules:
+
+- no import cycle between modules (a package's ``__init__`` importing its own submodules is
+  how it exposes them, not a cycle);
+- no import cycle between packages (``ddrl.<name>``; a flat module is a package of its own):
+  the strongly connected components of the package graph are single packages, so every
+  package stands on a floor above the packages it imports;
+- no private name (a leading underscore) imported from another package: what one package
+  offers another is public;
+- the modules in :data:`SHIMS` only re-export another module, for callers outside src that
+  cannot change yet (workflow/rules, bench); nothing in src imports them, and the graphs
+  leave them out (an old path is an alias, not a floor of its own).
 """
 
 from __future__ import annotations
@@ -13,6 +26,13 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "ddrl"
 MAX_FLAT_MODULES = 8
+
+# Old import path -> the module it re-exports, and who still imports the old path.
+SHIMS = {
+    "ddrl.config.study": "ddrl.study.study",                # workflow/rules/common.smk, bench
+    "ddrl.config.search_space": "ddrl.study.study",         # workflow/rules/common.smk
+    "ddrl.config.preflight": "ddrl.study.preflight",        # workflow/rules/common.smk
+}
 
 
 def _module_name(path: Path) -> str:
@@ -25,56 +45,53 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[tuple[str, str | None]]:
+    """``(full dotted target, imported name or None)`` of one import statement."""
+    if isinstance(node, ast.Import):
+        return [(alias.name, None) for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:  # relative import
+        pkg = module.split(".")
+        if not is_package:
+            pkg = pkg[:-1]
+        pkg = pkg[:len(pkg) - node.level + 1]
+        base = ".".join(pkg + ([base] if base else []))
+    return [(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base, alias.name)
+            for alias in node.names]
 
 
-def _imports(tree: ast.AST, module: str, top_level_only: bool) -> set[str]:
-    """ddrl modules that ``module`` imports (resolved to the module, not the name)."""
-    found: set[str] = set()
+def _target(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
 
-    def target(name: str) -> str | None:
-        while name and name not in MODULES:
-            name = name.rpartition(".")[0]
-        return name or None
 
-    def visit(node: ast.AST, in_function: bool) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child, in_function)
-            return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            if top_level_only:
-                return
-            in_function = True
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative import
-                pkg = module.split(".")
-                if not MODULES[module].name == "__init__.py":
-                    pkg = pkg[:-1]
-                pkg = pkg[:len(pkg) - node.level + 1]
-                base = ".".join(pkg + ([base] if base else []))
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-                     for alias in node.names]
-        else:
-            names = []
-        for name in names:
-            if name.split(".")[0] == "ddrl" and (hit := target(name)) and hit != module:
-                found.add(hit)
-        for child in ast.iter_child_nodes(node):
-            visit(child, in_function)
-
-    visit(tree, False)
+def _imports_with_names(tree: ast.AST, module: str,
+                        is_package: bool = False) -> list[tuple[str, str | None]]:
+    """Every ddrl import of ``module``, anywhere in its tree: ``(target module, name)``."""
+    found = []
+    for node in ast.walk(tree):
+        for name, imported in _imported(node, module, is_package):
+            if name.split(".")[0] == "ddrl" and (hit := _target(name)) and hit != module:
+                found.append((hit, imported))
     return found
 
 
-def _graph(top_level_only: bool) -> dict[str, set[str]]:
-    return {m: _imports(ast.parse(p.read_text()), m, top_level_only) for m, p in MODULES.items()}
+def _imports(tree: ast.AST, module: str, is_package: bool = False) -> set[str]:
+    """ddrl modules that ``module`` imports (resolved to the module, not the name)."""
+    return {target for target, _ in _imports_with_names(tree, module, is_package)}
+
+
+def _parse(module: str) -> ast.AST:
+    return ast.parse(MODULES[module].read_text())
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports, shims left out (see the module docstring)."""
+    return {m: _imports(_parse(m), m, MODULES[m].name == "__init__.py") - set(SHIMS)
+            for m in MODULES if m not in SHIMS}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -123,20 +140,78 @@ def _parents(module: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
-def test_no_import_cycle_between_modules_counting_imports_inside_functions():
-    graph = _graph(top_level_only=False)
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = _package(module)
+        packages.setdefault(here, set()).update(
+            _package(t) for t in targets if _package(t) not in (here, "ddrl"))
+    return packages
+
+
+def _floors(packages: dict[str, set[str]]) -> dict[str, int]:
+    """Each package's floor: one above the highest package it imports (0: imports none)."""
+    floor: dict[str, int] = {}
+
+    def of(p: str) -> int:
+        if p not in floor:
+            floor[p] = 0  # a cycle stops here; the cycle test names it
+            floor[p] = 1 + max((of(q) for q in packages.get(p, ())), default=-1)
+        return floor[p]
+
+    for p in packages:
+        of(p)
+    return floor
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_import_cycle_between_modules_counting_every_import():
+    graph = _graph()
     # A package's __init__ importing its own submodules is how a package exposes them, not a cycle.
     graph = {m: {t for t in ts if t not in _parents(m)} for m, ts in graph.items()}
     assert _cycles(graph) == []
 
 
-def test_no_import_cycle_between_packages_at_module_level():
-    graph: dict[str, set[str]] = {}
-    for module, targets in _graph(top_level_only=True).items():
-        here = _package(module)
-        graph.setdefault(here, set()).update(
-            _package(t) for t in targets if _package(t) != here and _package(t) != "ddrl")
-    assert _cycles(graph) == []
+def test_no_import_cycle_between_packages_counting_every_import():
+    packages = _package_graph(_graph())
+    floors = _floors(packages)
+    by_floor = sorted(packages, key=lambda p: (floors[p], p))
+    assert _cycles(packages) == [], "floors: " + ", ".join(f"{p}={floors[p]}" for p in by_floor)
+
+
+def test_no_private_name_is_imported_from_another_package():
+    crossing = []
+    for module in MODULES:
+        for target, name in _imports_with_names(_parse(module), module,
+                                                MODULES[module].name == "__init__.py"):
+            if _package(target) == _package(module):
+                continue
+            path = target.split(".") + ([name] if name else [])
+            if any(_private(part) for part in path[1:]):
+                crossing.append(f"{module} imports {'.'.join(path)}")
+    assert crossing == []
+
+
+def test_shims_only_re_export_and_nothing_in_src_imports_them():
+    for shim, target in SHIMS.items():
+        assert target in MODULES, f"{shim}: re-exports {target}, which does not exist"
+        tree = _parse(shim)
+        for node in tree.body:
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue  # the docstring
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module == target and not node.level:
+                continue
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+                continue
+            raise AssertionError(f"{shim}: a shim only re-exports; line {node.lineno} does more")
+    importers = [f"{m} imports {t}" for m in MODULES if m not in SHIMS
+                 for t in _imports(_parse(m), m, MODULES[m].name == "__init__.py") if t in SHIMS]
+    assert importers == []
 
 
 def test_at_most_eight_flat_modules():
@@ -144,12 +219,22 @@ def test_at_most_eight_flat_modules():
     assert len(flat) <= MAX_FLAT_MODULES, flat
 
 
-def test_the_graph_reader_sees_imports_inside_functions():
-    # Guards the test itself: a cycle hidden in a function must be found.
-    tree = ast.parse("def f():\n    from ddrl.config.study import Study\n")
-    assert _imports(tree, "ddrl.search.grid", top_level_only=False) == {"ddrl.config.study"}
-    assert _imports(tree, "ddrl.search.grid", top_level_only=True) == set()
+def test_the_graph_reader_sees_imports_in_functions_and_under_type_checking():
+    # Guards the test itself: a cycle hidden in a function or under TYPE_CHECKING must be found.
+    tree = ast.parse("def f():\n    from ddrl.study.study import Study\n")
+    assert _imports(tree, "ddrl.search.grid") == {"ddrl.study.study"}
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from ddrl.study.search_space import Search\n")
+    assert _imports(tree, "ddrl.cluster.slurm") == {"ddrl.study.search_space"}
+    tree = ast.parse("def f():\n    from ddrl.training.train import _budget_done, train_run\n")
+    assert _imports_with_names(tree, "ddrl.search.tune") == [
+        ("ddrl.training.train", "_budget_done"), ("ddrl.training.train", "train_run")]
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert _package_graph({"ddrl.x.a": {"ddrl.y.b", "ddrl.x.c"}, "ddrl.y.b": {"ddrl.errors"}}) == {
+        "ddrl.x": {"ddrl.y"}, "ddrl.y": {"ddrl.errors"}}
+    assert _floors({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"c"}}) == {
+        "a": 2, "b": 1, "c": 0, "d": 1}
+    assert _private("_merge") and not _private("__version__") and not _private("merge_section")
 
 
 def test_what_the_workflow_imports_to_parse_stays_light():
@@ -158,9 +243,9 @@ def test_what_the_workflow_imports_to_parse_stays_light():
     import subprocess
     import sys
 
-    modules = ["ddrl.cluster.slurm", "ddrl.config.eval_config", "ddrl.config.search_space",
-               "ddrl.config.study", "ddrl.config.preflight", "ddrl.search.tune",
-               "ddrl.figures.catalog", "ddrl.runs"]
+    modules = ["ddrl.cluster.slurm", "ddrl.config.eval_config", "ddrl.study.study",
+               "ddrl.study.search_space", "ddrl.study.preflight", "ddrl.search.tune",
+               "ddrl.figures.catalog", "ddrl.runs", *SHIMS]
     code = (f"import sys, {', '.join(modules)}; "
             "print(sorted(m for m in ('pandas', 'matplotlib', 'torch', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

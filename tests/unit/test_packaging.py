@@ -97,8 +97,8 @@ def test_core_modules_import_without_boto3():
 
     code = (
         "import sys; sys.modules['boto3'] = None; sys.modules['botocore'] = None\n"
-        "import ddrl.cli, ddrl.config.schema, ddrl.config.study, ddrl.aws.settings\n"
-        "ddrl.config.schema.config_schema()\n"
+        "import ddrl.cli, ddrl.study.schema, ddrl.study.study, ddrl.aws.settings\n"
+        "ddrl.study.schema.config_schema()\n"
         "import ddrl.aws.deploy, ddrl.aws.sagemaker\n"
         "try:\n    ddrl.aws.sagemaker._session(None)\n"
         "except Exception as e:\n    print(type(e).__name__, e)\n"

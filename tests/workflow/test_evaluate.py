@@ -15,7 +15,7 @@ import pytest
 from ddrl.errors import CheckpointError, ConfigError
 from ddrl.agents.evaluate import (eval_seeds, evaluate_run, returns_table, training_seeds,
                            write_curve, write_eval)
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.runs import RunSpec
 
 from conftest import TINY_CONFIG

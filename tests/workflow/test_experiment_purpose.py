@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import run_snakemake, write_yaml
 

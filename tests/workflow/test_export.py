@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import TINY_CONFIG
 

@@ -9,7 +9,7 @@ import pytest
 
 from ddrl.errors import ConfigError
 from ddrl.config.eval_config import render_settings
-from ddrl.config.study import Study, load_yaml
+from ddrl.study.study import Study, load_yaml
 
 from conftest import TINY_CONFIG, run_snakemake, write_yaml
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ddrl.figures.scaling import FIGURES
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import TINY_CONFIG, run_snakemake
 

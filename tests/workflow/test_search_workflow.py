@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SNAKEFILE, run_snakemake, write_yaml
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import shutil
 
 import yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import run_snakemake, write_yaml
 

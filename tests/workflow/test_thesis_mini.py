@@ -14,7 +14,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.figures.catalog import FIGURES
 
 from conftest import REPO, run_snakemake

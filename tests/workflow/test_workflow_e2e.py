@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from ddrl.training.progress import COLUMNS
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import TINY_CONFIG
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from ddrl.search.grid import grid_results, write_summary
 from ddrl.snakemake_io import log_to
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.search.tune import read_trials
 
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

@@ -5,7 +5,7 @@ job's nodes (ddrl.search.tune.tune_cluster)."""
 from pathlib import Path
 
 from ddrl.snakemake_io import log_to
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.search.tune import run_tune, tune_cluster
 
 with log_to(snakemake.log[0]) as echo:  # noqa: F821

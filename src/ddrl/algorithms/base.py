@@ -27,7 +27,7 @@ class Param:
 class AlgorithmSpec:
     """How ddrl trains one algorithm.
 
-    ``build`` takes the run spec (a :class:`ddrl.config.study.RunSpec`) and returns an RLlib
+    ``build`` takes the run spec (a :class:`ddrl.runs.RunSpec`) and returns an RLlib
     ``AlgorithmConfig`` with environment, resources, seed and hyperparameters applied.
     """
 

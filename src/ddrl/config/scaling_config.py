@@ -1,6 +1,6 @@
 """Config sections of the scaling study (``scaling:``) and of cost (``cost:``), as JSON Schema.
 
-Kept free of heavy imports: :mod:`ddrl.config.schema` builds the study schema from these.
+Kept free of heavy imports: :mod:`ddrl.study.schema` builds the study schema from these.
 """
 
 from __future__ import annotations

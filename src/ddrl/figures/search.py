@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ddrl.config.search_space import Search, is_finite
+from ddrl.study.search_space import Search, is_finite
 
 
 def parameter_figure(search: Search, board, pdf: str | Path, png: str | Path) -> None:

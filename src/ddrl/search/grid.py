@@ -1,5 +1,5 @@
 """Grid search results: each trial's metric from its run folders, the leaderboard and
-``best.yaml`` (the search space itself is :mod:`ddrl.config.search_space`)."""
+``best.yaml`` (the search space itself is :mod:`ddrl.study.search_space`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ddrl.config.search_space import Search, is_finite, trial_name
+from ddrl.study.search_space import Search, is_finite, trial_name
 from ddrl.errors import DdrlError
 from ddrl.runs import read_run
 

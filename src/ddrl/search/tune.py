@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from ddrl import atomic
 from ddrl.errors import DdrlError
-from ddrl.config.search_space import Search, trial_name
+from ddrl.study.search_space import Search, trial_name
 from ddrl.runs import RunSpec
 from ddrl.search.grid import TrialResult
 

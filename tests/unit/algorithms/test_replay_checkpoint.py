@@ -95,7 +95,7 @@ def test_ppo_refuses_the_setting():
 
 
 def test_a_study_setting_reaches_off_policy_runs_only():
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
 
     config = {"study": "s", "fault_tolerance": {"store_buffer_in_checkpoints": True},
               "experiments": [{"name": "e", "purpose": "learning", "algorithms": ["SAC", "PPO"],

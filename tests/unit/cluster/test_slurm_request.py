@@ -6,7 +6,7 @@ import pytest
 
 from ddrl.cluster import ray_nodes, slurm
 from ddrl.errors import ConfigError
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 from conftest import write_yaml
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from ddrl.errors import ConfigError
-from ddrl.config.search_space import Dimension, Metric
+from ddrl.study.search_space import Dimension, Metric
 from ddrl.search.grid import TrialResult, leaderboard, write_summary
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 ENV = "InvertedPendulumBulletEnv-v0"
 

@@ -8,7 +8,7 @@ import pytest
 
 from ddrl.errors import ConfigError
 from ddrl.cluster.slurm import SlurmError
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.search.tune import cpus_per_node, total_cpus, tune_cluster, tune_nodes
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ddrl.training.progress import COLUMNS, ProgressLog, row_from_result
 from ddrl.training.provenance import REDACTED, redact_env
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.training.train import progress_line
 
 RESULT = {

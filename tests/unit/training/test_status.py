@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.training.status import study_status
 
 from helpers.tooling_fixtures import TINY_RUN_CONFIG, ddrl_cli, tiny_run  # noqa: F401

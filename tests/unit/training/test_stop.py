@@ -11,7 +11,7 @@ import pytest
 from ddrl.analysis.cost import cost_table, with_defaults
 from ddrl.errors import ConfigError
 from ddrl.analysis.scaling import load_runs
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.training.stop import DEFAULT_RETURN_WINDOW, episodes_so_far, stop_reason
 
 from helpers.scaling_fixtures import write_run

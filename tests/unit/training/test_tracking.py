@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ddrl.errors import ConfigError, DdrlError
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.training.tracking import RUN_ID_TAG, Tracker, tracking_settings
 
 from helpers.tooling_fixtures import TINY_RUN_CONFIG, tiny_run  # noqa: F401

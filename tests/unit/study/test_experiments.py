@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 from ddrl.errors import ConfigError
 
 

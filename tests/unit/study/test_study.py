@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from ddrl.errors import ConfigError
-from ddrl.config.schema import config_schema
-from ddrl.config.study import Study, load_yaml
+from ddrl.study.schema import config_schema
+from ddrl.study.study import Study, load_yaml
 from ddrl.runs import RunSpec
 
 from conftest import REPO, TINY_CONFIG
