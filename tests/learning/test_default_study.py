@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from ddrl.config.study import Study
+from ddrl.study.study import Study
 
 CONFIG = REPO / "config" / "config.yaml"
 FLOORS = {"InvertedPendulumBulletEnv-v0": 300.0}
