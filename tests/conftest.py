@@ -19,6 +19,8 @@ TINY_CONFIG = REPO / "tests" / "data" / "tiny.yaml"
 # bench/harness (measurement code the benchmarks share) is not part of the ddrl package;
 # the tests that check it import it the way the bench scripts do, from bench/.
 sys.path.insert(0, str(REPO / "bench"))
+# The one-off investigations (bench/investigations/) are imported by module name too.
+sys.path.insert(0, str(REPO / "bench" / "investigations"))
 # Test-only envs named by module (search_env:TargetBandit-v0) must import in this process
 # too: validation builds each env once to read its spaces before any job starts.
 sys.path.insert(0, str(REPO / "tests" / "helpers"))

@@ -11,7 +11,7 @@ Two measurements, each printed as one line per round:
 
 Usage::
 
-    PYTHONPATH=src:bench .venv/bin/python bench/gil_threads.py --rounds 3
+    PYTHONPATH=src:bench .venv/bin/python bench/investigations/gil_threads.py --rounds 3
 """
 
 from __future__ import annotations

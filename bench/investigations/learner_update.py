@@ -11,9 +11,9 @@ speedup over the first thread count.
 
 Usage::
 
-    PYTHONPATH=src .venv/bin/python bench/learner_update.py                 # SAC and TD3, 1 vs 2
-    PYTHONPATH=src .venv/bin/python bench/learner_update.py --algos SAC --threads 1 2 --rounds 9
-    PYTHONPATH=src .venv/bin/python bench/learner_update.py --modes parts
+    PYTHONPATH=src .venv/bin/python bench/investigations/learner_update.py                 # SAC and TD3, 1 vs 2
+    PYTHONPATH=src .venv/bin/python bench/investigations/learner_update.py --algos SAC --threads 1 2 --rounds 9
+    PYTHONPATH=src .venv/bin/python bench/investigations/learner_update.py --modes parts
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
+
+# Run from bench/investigations/: harness/ and the maintained benchmarks live one folder up.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OBS_DIM, ACT_DIM, HIDDENS = 44, 17, [256, 256]
 

@@ -8,9 +8,9 @@ and the ddrl/SB3 ratio.
 
 Usage (needs the ``bench`` extra: ``pip install -c requirements.lock -e '.[bench]'``)::
 
-    python bench/offpolicy_throughput.py                      # ddrl-td3 vs sb3-td3
-    python bench/offpolicy_throughput.py --rounds 2           # alternate them twice
-    python bench/offpolicy_throughput.py --algos ddrl-sac ddrl-sac-generic --steps 300
+    python bench/investigations/offpolicy_throughput.py                      # ddrl-td3 vs sb3-td3
+    python bench/investigations/offpolicy_throughput.py --rounds 2           # alternate them twice
+    python bench/investigations/offpolicy_throughput.py --algos ddrl-sac ddrl-sac-generic --steps 300
 
 Algorithms:
   ddrl-td3          ddrl TD3, transition buffer, k updates per learner call (the default)
@@ -31,6 +31,10 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
+
+# Run from bench/investigations/: harness/ and the maintained benchmarks live one folder up.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 HIDDENS = [256, 256]
 BATCH = 256

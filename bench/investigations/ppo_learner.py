@@ -9,8 +9,8 @@ learners ``--rounds`` times and prints the median seconds per update and the spe
 
 Usage::
 
-    .venv/bin/python bench/ppo_learner.py
-    .venv/bin/python bench/ppo_learner.py --profile lean
+    .venv/bin/python bench/investigations/ppo_learner.py
+    .venv/bin/python bench/investigations/ppo_learner.py --profile lean
 """
 
 from __future__ import annotations

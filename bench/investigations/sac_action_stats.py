@@ -10,7 +10,7 @@ corrections over the visited ``u``.
 
 Usage::
 
-    PYTHONPATH=src:bench python bench/sac_action_stats.py \\
+    PYTHONPATH=src:bench python bench/investigations/sac_action_stats.py \\
         RUN/ddrl/work/checkpoints/iter_000060 RUN/ddrl/work/checkpoints/iter_000098
 """
 

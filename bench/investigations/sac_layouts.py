@@ -12,7 +12,7 @@ Variants (HumanoidBulletEnv-v0, 1 update per env step, [256, 256], batch 256, as
 
 Usage (``bench`` extra installed)::
 
-    PYTHONPATH=src:bench python bench/sac_layouts.py --rounds 2 --steps 800
+    PYTHONPATH=src:bench python bench/investigations/sac_layouts.py --rounds 2 --steps 800
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ import argparse
 import os
 import statistics
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
+
+# Run from bench/investigations/: harness/ and the maintained benchmarks live one folder up.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def time_ddrl(runners: int, threads: int, args: argparse.Namespace) -> float:

@@ -1,5 +1,5 @@
-"""bench/gil_threads.py: the small-op chain eager and scripted on one and two threads, and
-SAC's gradient functions on half, whole and two halves of a minibatch."""
+"""bench/investigations/gil_threads.py: the small-op chain eager and scripted on one and two
+threads, and SAC's gradient functions on half, whole and two halves of a minibatch."""
 
 from __future__ import annotations
 

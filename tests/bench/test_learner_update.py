@@ -1,6 +1,6 @@
-"""bench/learner_update.py: SAC and TD3 learners at 1 and 2 threads (torch's kernel threads
-and minibatch parts), timed side by side; the summary's speedups are relative to the first
-thread count."""
+"""bench/investigations/learner_update.py: SAC and TD3 learners at 1 and 2 threads (torch's
+kernel threads and minibatch parts), timed side by side; the summary's speedups are relative
+to the first thread count."""
 
 from __future__ import annotations
 

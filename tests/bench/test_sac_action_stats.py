@@ -1,4 +1,5 @@
-"""bench/sac_action_stats.py: the two tanh corrections it compares, and its input check."""
+"""bench/investigations/sac_action_stats.py: the two tanh corrections it compares, and its
+input check."""
 
 from __future__ import annotations
 
