@@ -77,59 +77,65 @@ def trial_spec(search: Search, values: dict[str, Any]) -> RunSpec:
 
 
 def make_trainable(search: Search) -> Any:
-    """A Tune class trainable that trains one trial with ddrl's algorithm registry."""
+    """A Tune class trainable that trains one trial with ddrl's algorithm registry, one
+    :meth:`ddrl.training.loop.Progress.step` per Tune step."""
     from ray import tune
 
-    from ddrl.training.progress import row_from_result
-    from ddrl.training.train import budget_done, build_algorithm_config
-    from ddrl.training.stop import episodes_so_far
+    from ddrl.training.loop import build_algorithm_config
+
+    # Every trial asks for what RLlib would: the driver/learner bundle plus one per runner.
+    sample = build_algorithm_config(trial_spec(search, {}))
+    return tune.with_resources(_trial_class(search),
+                               sample.algo_class.default_resource_request(sample))
+
+
+def _trial_class(search: Search) -> type:
+    from ray import tune
+
+    from ddrl.training.loop import (
+        Progress,
+        build_algorithm_config,
+        restore_algorithm,
+        start_algorithm,
+    )
 
     class DdrlTrial(tune.Trainable):
         def setup(self, config: dict[str, Any]) -> None:
             values = {k: _decode(v) for k, v in config.items()}
             self.spec = trial_spec(search, values)
             self.node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-            self.algo = build_algorithm_config(self.spec).build_algo()
+            self.algo = start_algorithm(build_algorithm_config(self.spec), self.spec.env)
+            self.progress = Progress(self.spec.budget)
             self.series: list[float] = []
-            self.env_steps = 0
-            self.trained_s = 0.0
-            self.episodes = 0.0  # for budget.return_threshold
 
         def step(self) -> dict[str, Any]:
-            result = self.algo.train()
-            self.trained_s += float(result["time_this_iter_s"])
-            row = row_from_result(result, iteration=int(self.algo.iteration),
-                                  time_total_s=self.trained_s, session=0, timestamp=time.time())
-            self.env_steps = int(row["env_steps"])
+            _, row = self.progress.step(self.algo)
             self.series.append(row[search.metric.column])
             out = {k: v for k, v in row.items() if k not in _TUNE_KEYS}
             out["score"] = search.metric.of_series(self.series)
-            self.episodes += episodes_so_far([row])
-            out["done"] = budget_done(self.spec, self.env_steps, self.trained_s,
-                                       row["episode_return_mean"], self.episodes)
+            out["done"] = self.progress.stop_reason() is not None
             out["node"] = self.node  # Tune adds the node's address as node_ip
             return out
 
         def save_checkpoint(self, checkpoint_dir: str) -> None:
             self.algo.save_to_path(os.path.join(checkpoint_dir, "algorithm"))
-            state = {"series": self.series, "env_steps": self.env_steps,
-                     "trained_s": self.trained_s, "episodes": self.episodes}
+            p = self.progress
+            state = {"series": self.series, "env_steps": int(p.env_steps),
+                     "trained_s": p.time_total_s, "episodes": p.episodes}
             Path(checkpoint_dir, STATE_FILE).write_text(json.dumps(state))
 
         def load_checkpoint(self, checkpoint_dir: str) -> None:
-            self.algo.restore_from_path(os.path.join(checkpoint_dir, "algorithm"))
+            restore_algorithm(self.algo, os.path.join(checkpoint_dir, "algorithm"))
             state = json.loads(Path(checkpoint_dir, STATE_FILE).read_text())
             self.series = list(state["series"])
-            self.env_steps = int(state["env_steps"])
-            self.trained_s = float(state["trained_s"])
-            self.episodes = float(state.get("episodes", 0.0))
+            self.progress.env_steps = int(state["env_steps"])
+            self.progress.time_total_s = float(state["trained_s"])
+            self.progress.episodes = float(state.get("episodes", 0.0))
 
         def cleanup(self) -> None:
             self.algo.stop()
 
-    # Every trial asks for what RLlib would: the driver/learner bundle plus one per runner.
-    sample = build_algorithm_config(trial_spec(search, {}))
-    return tune.with_resources(DdrlTrial, sample.algo_class.default_resource_request(sample))
+    return DdrlTrial
 
 
 def _say(line: str) -> None:
@@ -200,64 +206,77 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
     """Run (or continue) the Tune search of ``search``; write ``trials_json``."""
     if search.kind != "tune":
         raise DdrlError(f"search {search.id} is a {search.kind} search, not a tune search")
-    from optuna.samplers import TPESampler
     from ray import tune
-    from ray.tune.schedulers import ASHAScheduler
-    from ray.tune.search.optuna import OptunaSearch
 
     from ddrl.training.runtime import ray_session
 
     search_dir = Path(search_dir).resolve()  # Tune needs an absolute storage path
     search_dir.mkdir(parents=True, exist_ok=True)
     path = search_dir / EXPERIMENT
-    opts = search.tune
-    concurrent = int(opts["max_concurrent_trials"])
-    num_cpus = total_cpus(search)
     started = time.time()
     _retire_stale_experiment(search, search_dir, path, print_fn)
-    with ray_session(num_cpus=num_cpus, address=ray_address):
+    with ray_session(num_cpus=total_cpus(search), address=ray_address):
         trainable = make_trainable(search)
         if tune.Tuner.can_restore(str(path)):
             print_fn(f"ddrl tune {search.id} resuming the search in {path}")
             tuner = tune.Tuner.restore(str(path), trainable=trainable,
                                        resume_unfinished=True, resume_errored=True)
         else:
-            mode = search.metric.mode
-            tuner = tune.Tuner(
-                trainable,
-                param_space=param_space(search),
-                tune_config=tune.TuneConfig(
-                    num_samples=search.num_samples,
-                    search_alg=OptunaSearch(metric="score", mode=mode,
-                                            sampler=TPESampler(seed=search.sampler_seed)),
-                    scheduler=ASHAScheduler(
-                        time_attr="training_iteration", metric="score", mode=mode,
-                        max_t=10**6, grace_period=int(opts["grace_period"]),
-                        reduction_factor=float(opts["reduction_factor"]),
-                    ),
-                    max_concurrent_trials=concurrent,
-                    time_budget_s=opts.get("time_budget_s"),
-                    reuse_actors=False,
-                ),
-                run_config=tune.RunConfig(
-                    name=EXPERIMENT,
-                    storage_path=str(search_dir),
-                    checkpoint_config=tune.CheckpointConfig(
-                        num_to_keep=1, checkpoint_frequency=search.checkpoint_every,
-                        checkpoint_at_end=True,
-                    ),
-                    failure_config=tune.FailureConfig(max_failures=1),
-                    callbacks=[_callback(search.id)],
-                    verbose=0,
-                ),
-            )
+            tuner = _new_tuner(search, search_dir, trainable)
         grid = tuner.fit()
     results = _results(search, grid)
-    places = _placements(grid)
-    record = {
+    record = _trials_record(search, path, results, _placements(grid), time.time() - started)
+    atomic.write_json(trials_json, record)
+    print_fn(f"ddrl tune {search.id} done: {len(results)} trial(s) in "
+             f"{record['session_wall_time_s']:.1f} s this session")
+    return results
+
+
+def _new_tuner(search: Search, search_dir: Path, trainable: Any) -> Any:
+    """A fresh Tune experiment: Optuna's TPE proposes, ASHA stops early."""
+    from optuna.samplers import TPESampler
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    opts, mode = search.tune, search.metric.mode
+    return tune.Tuner(
+        trainable,
+        param_space=param_space(search),
+        tune_config=tune.TuneConfig(
+            num_samples=search.num_samples,
+            search_alg=OptunaSearch(metric="score", mode=mode,
+                                    sampler=TPESampler(seed=search.sampler_seed)),
+            scheduler=ASHAScheduler(
+                time_attr="training_iteration", metric="score", mode=mode,
+                max_t=10**6, grace_period=int(opts["grace_period"]),
+                reduction_factor=float(opts["reduction_factor"]),
+            ),
+            max_concurrent_trials=int(opts["max_concurrent_trials"]),
+            time_budget_s=opts.get("time_budget_s"),
+            reuse_actors=False,
+        ),
+        run_config=tune.RunConfig(
+            name=EXPERIMENT,
+            storage_path=str(search_dir),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=1, checkpoint_frequency=search.checkpoint_every,
+                checkpoint_at_end=True,
+            ),
+            failure_config=tune.FailureConfig(max_failures=1),
+            callbacks=[_callback(search.id)],
+            verbose=0,
+        ),
+    )
+
+
+def _trials_record(search: Search, path: Path, results: list[TrialResult],
+                   places: dict[str, dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    """The content of ``trials.json``."""
+    return {
         "search": search.id,
         "experiment": str(path),
-        "session_wall_time_s": round(time.time() - started, 2),
+        "session_wall_time_s": round(wall_s, 2),
         "trials": [
             {"trial": r.trial, "tune_trial_id": r.runs[0], "values": r.values, "status": r.status,
              "metric": None if math.isnan(r.metric) else r.metric, "env_steps": r.env_steps,
@@ -266,10 +285,6 @@ def run_tune(search: Search, search_dir: str | Path, trials_json: str | Path, *,
             for r in results
         ],
     }
-    atomic.write_json(trials_json, record)
-    print_fn(f"ddrl tune {search.id} done: {len(results)} trial(s) in "
-             f"{record['session_wall_time_s']:.1f} s this session")
-    return results
 
 
 def _retire_stale_experiment(search: Search, search_dir: Path, path: Path,

@@ -1,6 +1,9 @@
 """Train one run: build the RLlib algorithm, iterate to the budget, checkpoint, resume.
 
-The run folder's layout is :class:`ddrl.runs.RunFolder`'s. A rerun of a killed job resumes from the newest complete checkpoint in ``work/``.
+The iterations are :mod:`ddrl.training.loop`'s; this module puts the run folder around them
+(:class:`ddrl.runs.RunFolder`'s layout): resume, the checkpoint policy, the SIGTERM stop,
+and the run record. A rerun of a killed job resumes from the newest complete checkpoint in
+``work/``.
 """
 
 from __future__ import annotations
@@ -10,20 +13,25 @@ import logging
 import math
 import signal
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ddrl import atomic
 from ddrl.training import checkpoints, faults, provenance
-from ddrl.algorithms import get_algorithm
 from ddrl.errors import CheckpointError, ConfigError, DdrlError, TrainingInterrupted  # noqa: F401
-from ddrl.training.progress import ProgressLog, row_from_result, use_per_iteration_timers
+from ddrl.training.loop import (  # noqa: F401  (build_algorithm_config: imported from here too)
+    Progress,
+    build_algorithm_config,
+    iterate,
+    restore_algorithm,
+    start_algorithm,
+)
+from ddrl.training.progress import ProgressLog
 from ddrl.algorithms.threads import learner_threads
 from ddrl.training.runtime import ray_session
 from ddrl.cluster.ray_nodes import env_runner_placement
 from ddrl.runs import RunFolder, RunSpec, run_record
-from ddrl.training.stop import episodes_so_far, stop_reason
 from ddrl.training.tracking import Tracker
 
 log = logging.getLogger(__name__)
@@ -37,46 +45,6 @@ def keep_checkpoints(config: dict[str, Any] | None) -> int:
     from ddrl.config.eval_config import evaluation_settings
 
     return 0 if evaluation_settings(config)["intermediate"] else KEEP_CHECKPOINTS
-
-
-def build_algorithm_config(spec: RunSpec) -> Any:
-    """The RLlib ``AlgorithmConfig`` for a run (GPU availability checked)."""
-    spec = _check_gpus(spec)
-    return get_algorithm(spec.algorithm).build(spec)
-
-
-def _check_gpus(spec: RunSpec) -> RunSpec:
-    if spec.gpus == 0:
-        return spec
-    import torch
-
-    if torch.cuda.is_available():
-        return spec
-    if spec.on_missing_gpu == "cpu":
-        log.warning("run asks for %d learner GPU(s) but none is visible; using the CPU "
-                    "(on_missing_gpu: cpu)", spec.gpus)
-        return RunSpec.from_dict({**spec.to_dict(),
-                                  "resources": {**spec.resources, "num_gpus_per_learner": 0}})
-    raise ConfigError(
-        f"run asks for num_gpus_per_learner={spec.gpus} but torch sees no CUDA device on "
-        f"{provenance.host_info()['hostname']}; set num_gpus_per_learner: 0, or "
-        "on_missing_gpu: cpu to fall back with a warning"
-    )
-
-
-def budget_done(spec: RunSpec, env_steps: int, time_total_s: float,
-                return_mean: float = math.nan, episodes: float = 0) -> bool:
-    """Has the run's budget (env steps, time or return threshold) been reached?"""
-    return stop_reason(spec.budget, env_steps=env_steps, time_total_s=time_total_s,
-                       return_mean=return_mean, episodes=episodes) is not None
-
-
-def _stop_reason(spec: RunSpec, rows: list[dict[str, Any]], env_steps: int,
-                 time_total_s: float) -> str | None:
-    last = rows[-1] if rows else {}
-    return stop_reason(spec.budget, env_steps=env_steps, time_total_s=time_total_s,
-                       return_mean=last.get("episode_return_mean", math.nan),
-                       episodes=episodes_so_far(rows))
 
 
 def _eta(spec: RunSpec, row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
@@ -144,97 +112,119 @@ def train_run(
     """
     run_dir = Path(run_dir).resolve()  # RLlib needs absolute checkpoint paths
     folder = RunFolder(run_dir)
-    run_id = spec.run_id
-    work = folder.work
-    ckpt_root = folder.work_checkpoints
-    work.mkdir(parents=True, exist_ok=True)
+    folder.work.mkdir(parents=True, exist_ok=True)
     config = build_algorithm_config(spec)
-
     started = _first_start(run_dir, provenance.now_iso())
-    progress = ProgressLog(folder.work_progress_csv)
-    resume = checkpoints.latest_valid(ckpt_root, run_id)
-    sessions = int(max((float(r["session"]) for r in progress.rows), default=-1)) + 1
-    meta = {"run_id": run_id, "algorithm": spec.algorithm, "env": spec.env}
+    progress_log = ProgressLog(folder.work_progress_csv)
+    resume = checkpoints.latest_valid(folder.work_checkpoints, spec.run_id)
     tracker = Tracker(tracking, spec, run_dir, int(resume[1]["env_steps"]) if resume else 0)
+    attempt = _Attempt(spec, folder, progress_log, keep_checkpoints, print_fn, on_iteration,
+                       tracker, session=_next_session(progress_log))
 
     with tracker, ray_session(num_cpus=spec.cpus, num_gpus=spec.gpus, address=ray_address), \
             learner_threads(), _StopFlag() as stop:
-        try:
-            algo = config.build_algo()
-        except Exception as err:
-            failure = faults.startup_failure(spec.env, err)
-            if failure is None:
-                raise
-            raise failure from err
-        use_per_iteration_timers(algo.metrics)
+        algo = start_algorithm(config, spec.env)
         placement = env_runner_placement(algo)  # nodes and env runners per node
         try:
-            if resume:
-                path, manifest = resume
-                algo.restore_from_path(str(path))
-                use_per_iteration_timers(algo.metrics)
-                progress.truncate_after(manifest["iteration"])
-                print_fn(f"ddrl {run_id} resuming from {path.name} "
-                         f"(iteration {manifest['iteration']}, {manifest['env_steps']} env steps)")
-            elif progress.rows:
-                progress.rows = []  # progress without a checkpoint cannot be continued
-            iteration = int(algo.iteration)
-            last = progress.last
-            time_total = float(last["time_total_s"]) if last else 0.0
-            env_steps = int(float(last["env_steps"])) if last else 0
-            last_saved = iteration if resume else -1
-            reason = _stop_reason(spec, progress.rows, env_steps, time_total)
-            while reason is None:
-                result = algo.train()
-                iteration = int(algo.iteration)
-                time_total += float(result["time_this_iter_s"])
-                row = row_from_result(result, iteration=iteration, time_total_s=time_total,
-                                      session=sessions, timestamp=time.time())
-                env_steps = row["env_steps"]
-                progress.append(row)
-                print_fn(progress_line(run_id, spec, row, progress.rows))
-                tracker.log(row)
-                if on_iteration:
-                    on_iteration(row)
-                faults.check_env_runners(algo, spec.env,
-                                         spec.fault_tolerance["max_env_runner_restarts"])
-                if iteration % spec.checkpoint_every == 0 or stop.raised:
-                    checkpoints.save(algo, ckpt_root, iteration, {**meta, "env_steps": env_steps})
-                    checkpoints.prune(ckpt_root, keep_checkpoints)
-                    last_saved = iteration
-                reason = _stop_reason(spec, progress.rows, env_steps, time_total)
-                if stop.raised:
-                    raise TrainingInterrupted(
-                        f"run {run_id} interrupted at iteration {iteration}; "
-                        "rerun the job to resume from its checkpoint"
-                    )
-            print_fn(f"ddrl {run_id} stopped: {reason} (iteration {iteration}, "
-                     f"{env_steps} env steps)")
-            if last_saved != iteration:
-                checkpoints.save(algo, ckpt_root, iteration, {**meta, "env_steps": env_steps})
-                checkpoints.prune(ckpt_root, keep_checkpoints)
+            progress = attempt.resume(algo, resume)
+            reason = attempt.train(algo, progress, stop, last_saved=progress.iteration
+                                   if resume else -1)
             rllib_config = _plain(algo.config.to_dict())
         finally:
             algo.stop()
+    return attempt.finish(progress, reason, rllib_config=rllib_config, placement=placement,
+                          started=started)
 
-    final = checkpoints.latest_valid(ckpt_root, run_id)
-    if final is None or final[1]["iteration"] != iteration:
-        raise CheckpointError(
-            f"run {run_id}: the checkpoint of the last iteration ({iteration}) in {ckpt_root} "
-            "is missing or fails its manifest check; rerun the job to resume"
+
+def _next_session(progress_log: ProgressLog) -> int:
+    """This attempt's number: one past the highest session in the progress so far."""
+    return int(max((float(r["session"]) for r in progress_log.rows), default=-1)) + 1
+
+
+@dataclass
+class _Attempt:
+    """One attempt at a run: its folder, its progress log and where it reports."""
+
+    spec: RunSpec
+    folder: RunFolder
+    log: ProgressLog
+    keep: int
+    print_fn: Callable[[str], None]
+    on_iteration: Callable[[dict[str, Any]], None] | None
+    tracker: Tracker
+    session: int
+
+    def resume(self, algo: Any, resume: tuple[Path, dict[str, Any]] | None) -> Progress:
+        """Restore the newest valid checkpoint, if any, and the progress up to it."""
+        if resume:
+            path, manifest = resume
+            restore_algorithm(algo, path)
+            self.log.truncate_after(manifest["iteration"])
+            self.print_fn(f"ddrl {self.spec.run_id} resuming from {path.name} "
+                          f"(iteration {manifest['iteration']}, {manifest['env_steps']} env steps)")
+        elif self.log.rows:
+            self.log.rows = []  # progress without a checkpoint cannot be continued
+        return Progress.from_rows(self.spec.budget, self.log.rows, session=self.session,
+                                  iteration=int(algo.iteration))
+
+    def train(self, algo: Any, progress: Progress, stop: _StopFlag, last_saved: int) -> str:
+        """Iterate to the budget, checkpointing every ``checkpoint_every`` iterations, on
+        SIGTERM (then raise :class:`TrainingInterrupted`) and at the end."""
+        for _, row in iterate(algo, progress):
+            self.report(row)
+            faults.check_env_runners(algo, self.spec.env,
+                                     self.spec.fault_tolerance["max_env_runner_restarts"])
+            if progress.iteration % self.spec.checkpoint_every == 0 or stop.raised:
+                self.save(algo, progress)
+                last_saved = progress.iteration
+            if stop.raised:
+                raise TrainingInterrupted(
+                    f"run {self.spec.run_id} interrupted at iteration {progress.iteration}; "
+                    "rerun the job to resume from its checkpoint"
+                )
+        reason = progress.stop_reason()
+        self.print_fn(f"ddrl {self.spec.run_id} stopped: {reason} (iteration "
+                      f"{progress.iteration}, {progress.env_steps} env steps)")
+        if last_saved != progress.iteration:
+            self.save(algo, progress)
+        return reason
+
+    def report(self, row: dict[str, Any]) -> None:
+        """An iteration's row: into progress.csv, the log line, tracking and the callback."""
+        self.log.append(row)
+        self.print_fn(progress_line(self.spec.run_id, self.spec, row, self.log.rows))
+        self.tracker.log(row)
+        if self.on_iteration:
+            self.on_iteration(row)
+
+    def save(self, algo: Any, progress: Progress) -> None:
+        root = self.folder.work_checkpoints
+        meta = {"run_id": self.spec.run_id, "algorithm": self.spec.algorithm,
+                "env": self.spec.env, "env_steps": progress.env_steps}
+        checkpoints.save(algo, root, progress.iteration, meta)
+        checkpoints.prune(root, self.keep)
+
+    def finish(self, progress: Progress, reason: str, **facts: Any) -> dict[str, Any]:
+        """The final checkpoint and progress.csv in place, and ``run.json`` written."""
+        root, run_id = self.folder.work_checkpoints, self.spec.run_id
+        final = checkpoints.latest_valid(root, run_id)
+        if final is None or final[1]["iteration"] != progress.iteration:
+            raise CheckpointError(
+                f"run {run_id}: the checkpoint of the last iteration ({progress.iteration}) in "
+                f"{root} is missing or fails its manifest check; rerun the job to resume"
+            )
+        atomic.replace_dir(final[0], self.folder.checkpoint)
+        self.log.flush(self.folder.progress_csv)
+        record = run_record(
+            self.spec, iterations=progress.iteration, env_steps=progress.env_steps,
+            time_total_s=progress.time_total_s,
+            episode_return_mean=(self.log.last or {}).get("episode_return_mean"),
+            episodes=progress.episodes, stop_reason=reason, sessions=self.session + 1,
+            finished=provenance.now_iso(), command=sys.argv, provenance=provenance.collect(),
+            **facts,
         )
-    atomic.replace_dir(final[0], folder.checkpoint)
-    progress.flush(folder.progress_csv)
-    last = progress.last or {}
-    record = run_record(
-        spec, iterations=iteration, env_steps=env_steps, time_total_s=time_total,
-        episode_return_mean=last.get("episode_return_mean"), rllib_config=rllib_config,
-        episodes=episodes_so_far(progress.rows), stop_reason=reason,
-        placement=placement, sessions=sessions + 1, started=started,
-        finished=provenance.now_iso(), command=sys.argv, provenance=provenance.collect(),
-    )
-    folder.write_record(record)
-    return record
+        self.folder.write_record(record)
+        return record
 
 
 def _first_start(run_dir: Path, started: str) -> str:
