@@ -28,7 +28,7 @@ def tanh_corrections(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-dimension ``log(1 - tanh(u)^2)``: ddrl's (RLlib's exact) form and SB3's ``+1e-6``."""
     import torch
 
-    from ddrl.algorithms.sac.sac import tanh_log_jacobian
+    from ddrl.algorithms.sac.losses import tanh_log_jacobian
 
     exact = tanh_log_jacobian(torch.as_tensor(u, dtype=torch.float64)).numpy()
     sb3 = np.log(1.0 - np.tanh(u) ** 2 + 1e-6)

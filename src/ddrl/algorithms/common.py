@@ -110,6 +110,12 @@ def training_intensity(hp: dict[str, Any]) -> float:
 
 # --------------------------------------------------------------------------- off-policy (SAC, TD3)
 
+# Defaults the off-policy hyperparameters and the RLlib configs (ddrl.algorithms.offpolicy)
+# share, each written here once.
+REPLAY_BUFFER_CAPACITY = 1_000_000  # env steps
+ROLLOUT_FRAGMENT_LENGTH = 64  # env steps per env runner between weight syncs
+TIMESTEPS_PER_ITERATION = 1000  # env steps sampled per training iteration
+
 
 def offpolicy_params(**overrides: Any) -> dict[str, Any]:
     """The hyperparameters SAC and TD3 share (replay, update ratio, sampling), defined once.
@@ -125,14 +131,16 @@ def offpolicy_params(**overrides: Any) -> dict[str, Any]:
         "updates_per_step": Param(POS_FLOAT, 1.0, "gradient (critic) updates per sampled env step"),
         "update_schedule": Param({"enum": list(UPDATE_SCHEDULES)}, FIXED_RATIO, UPDATE_SCHEDULE_HELP),
         "num_steps_sampled_before_learning_starts": Param(NONNEG_INT, 1000, "warm-up env steps"),
-        "replay_buffer_capacity": Param(POS_INT, 1_000_000, "replay buffer size (env steps)"),
+        "replay_buffer_capacity": Param(POS_INT, REPLAY_BUFFER_CAPACITY, "replay buffer size (env steps)"),
         "replay_buffer_type": Param(
-            {"enum": list(REPLAY_BUFFER_TYPES)}, "TransitionReplayBuffer",
+            {"enum": list(REPLAY_BUFFER_TYPES)}, REPLAY_BUFFER_TYPES[0],
             "TransitionReplayBuffer (ddrl, fast, uniform) or one of RLlib's episode buffers "
             "(RLlib's generic training step, slower; SAC: n-step, prioritized)"),
-        "timesteps_per_iteration": Param(POS_INT, 1000, "env steps sampled per training iteration"),
+        "timesteps_per_iteration": Param(POS_INT, TIMESTEPS_PER_ITERATION,
+                                         "env steps sampled per training iteration"),
         "rollout_fragment_length": Param(
-            POS_INT, 64, "env steps per env between weight syncs; with the TransitionReplayBuffer "
+            POS_INT, ROLLOUT_FRAGMENT_LENGTH,
+            "env steps per env between weight syncs; with the TransitionReplayBuffer "
             "the updates for them are trained in one learner call"),
         "sample_while_learning": Param(
             {"type": "boolean"}, True,

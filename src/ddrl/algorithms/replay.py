@@ -165,7 +165,7 @@ class DeviceReplayBuffer:
     replay buffer, so minibatches never cross the host bus).
 
     Sampling writes into preallocated minibatch tensors and never syncs with the host (the
-    fill level lives in a device tensor), so :class:`ddrl.algorithms.fastpath.CapturedSteps`
+    fill level lives in a device tensor), so :class:`ddrl.algorithms.offpolicy.cuda_graphs.CapturedSteps`
     can record it inside a CUDA graph together with the update. Same contents and FIFO
     semantics as :class:`TransitionReplayBuffer`; the sampling RNG is torch's on the device.
     """

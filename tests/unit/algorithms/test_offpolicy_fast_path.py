@@ -13,8 +13,8 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
 
-from ddrl.algorithms.fastpath import (CapturedSteps, FusedAdamStep, PlainMLP, SplitBatch,
-                                      prefer_fused_adam)
+from ddrl.algorithms.offpolicy import (CapturedSteps, FusedAdamStep, PlainMLP, SplitBatch,
+                                       prefer_fused_adam)
 from ddrl.algorithms.replay import DeviceReplayBuffer
 from ddrl.algorithms.sac import losses as sac_losses
 from ddrl.algorithms.sac.sac import FastSACConfig

@@ -1,7 +1,11 @@
-"""SAC: RLlib's module and losses, trained by ddrl's transition-buffer loop.
+"""SAC for ddrl: the registry entry (hyperparameters, config builder). RLlib's module and
+losses, trained by ddrl's transition-buffer loop; ``replay_buffer_type`` selects RLlib's own
+training step with its episode buffers instead (needed for n-step returns and prioritized
+replay).
 
-See :mod:`ddrl.algorithms.sac.sac`. ``replay_buffer_type`` selects RLlib's own training
-step with its episode buffers instead (needed for n-step returns and prioritized replay).
+The algorithm itself lives in the submodules, imported only when a run is built, as td3/'s:
+:mod:`.sac` (``FastSACConfig``, ``FastSAC``), :mod:`.module` (the RLModule), :mod:`.learner`
+(the torch Learner), :mod:`.losses` (the maths).
 """
 
 from __future__ import annotations

@@ -2,16 +2,18 @@
 them: Huber critic regression (or the paper's squared error), the reparameterised actor
 objective, and the temperature loss.
 
-Pure functions of tensors: the learner (:mod:`ddrl.algorithms.sac.sac`) feeds them the
+Pure functions of tensors: the learner (:mod:`ddrl.algorithms.sac.learner`) feeds them the
 networks' outputs, and the unit tests check them against hand-written references.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from ray.rllib.utils.numpy import MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT
 
 HUBER = torch.nn.HuberLoss(delta=1.0)
 
@@ -59,3 +61,25 @@ def alpha_loss(log_alpha: torch.Tensor, logp: torch.Tensor,
                target_entropy: torch.Tensor | float) -> torch.Tensor:
     """``-mean(log alpha (log pi(a|s) + target_entropy))``; ``logp`` carries no gradient."""
     return -(log_alpha * (logp.detach() + target_entropy)).mean()
+
+
+def tanh_log_jacobian(unsquashed: torch.Tensor) -> torch.Tensor:
+    """``log(1 - tanh(u)^2)`` per dimension, exact and stable for large ``|u|`` (RLlib's
+    form; Stable-Baselines3 uses ``log(1 - tanh(u)^2 + 1e-6)``)."""
+    return 2.0 * (math.log(2.0) - unsquashed - F.softplus(-2.0 * unsquashed))
+
+
+def squashed_gaussian_sample(logits: torch.Tensor, noise: torch.Tensor | None = None,
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A reparameterised action in [-1, 1] and its log-probability, as RLlib's
+    ``TorchSquashedGaussian.from_logits(logits).rsample_and_logp()`` computes them (same
+    operations and random stream), without building distribution objects. ``noise``: the
+    standard normal draws to use (default: drawn here, as RLlib does)."""
+    loc, log_std = logits.chunk(2, dim=-1)
+    scale = torch.clamp(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT).exp()
+    unsquashed = loc + (torch.randn_like(loc) if noise is None else noise) * scale
+    normal_logp = (-((unsquashed - loc) ** 2) / (2 * scale ** 2) - scale.log()
+                   - math.log(math.sqrt(2 * math.pi)))
+    jacobian = tanh_log_jacobian(unsquashed)
+    action = torch.clamp((torch.tanh(unsquashed) + 1.0) / 2.0 * 2.0 - 1.0, -1.0, 1.0)
+    return action, normal_logp.sum(-1) - jacobian.sum(-1)

@@ -26,14 +26,15 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
-from ddrl.algorithms.fastpath import (PlainMLP, SplitBatch, optimizer_params, sum_gradients,
-                                      weighted)
-from ddrl.algorithms.offpolicy import (
+from ddrl.algorithms.offpolicy.batch_parts import SplitBatch, sum_gradients, weighted
+from ddrl.algorithms.offpolicy.fused_adam import optimizer_params
+from ddrl.algorithms.offpolicy.learner import (
     FastUpdateLearner,
     OffPolicyStep,
     limit_learner_threads,
     polyak_update,
 )
+from ddrl.algorithms.offpolicy.plain_mlp import PlainMLP
 from ddrl.algorithms.td3 import losses
 from ddrl.algorithms.td3.module import Actor, Critic
 

@@ -19,7 +19,9 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.learner import Learner
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from ddrl.algorithms.offpolicy import TransitionReplayAlgorithm, TransitionReplayConfig
+from ddrl.algorithms.offpolicy.algorithm import TransitionReplayAlgorithm
+from ddrl.algorithms.offpolicy.config import TransitionReplayConfig
+from ddrl.algorithms.td3 import PARAMS
 
 
 class TD3Config(TransitionReplayConfig):
@@ -37,23 +39,17 @@ class TD3Config(TransitionReplayConfig):
 
     def __init__(self, algo_class: Optional[type] = None) -> None:
         super().__init__(algo_class=algo_class or TD3)
-        # TD3 (paper defaults, in the normalised action space [-1, 1]).
-        self.policy_delay = 2
-        self.target_noise = 0.2
-        self.target_noise_clip = 0.5
-        self.exploration_noise = 0.1
-        self.actor_hiddens = [256, 256]
-        self.actor_activation = "relu"
-        self.critic_hiddens = [256, 256]
-        self.critic_activation = "relu"
-        # Overridden SAC defaults.
-        self.tau = 0.005
-        self.actor_lr = 1e-3
-        self.critic_lr = 1e-3
+        # TD3's defaults are its registry entry's (the paper's, in the normalised action space
+        # [-1, 1]), the SAC defaults TD3 overrides among them.
+        for name in ("policy_delay", "target_noise", "target_noise_clip", "exploration_noise",
+                     "actor_activation", "critic_activation", "tau", "actor_lr", "critic_lr",
+                     "num_steps_sampled_before_learning_starts"):
+            setattr(self, name, PARAMS[name].default)
+        self.actor_hiddens = list(PARAMS["actor_hiddens"].default)
+        self.critic_hiddens = list(PARAMS["critic_hiddens"].default)
+        self.train_batch_size_per_learner = PARAMS["train_batch_size"].default
         self.twin_q = True
         self.n_step = 1
-        self.train_batch_size_per_learner = 256
-        self.num_steps_sampled_before_learning_starts = 10_000
 
     def training(
         self,
