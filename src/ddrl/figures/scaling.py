@@ -18,7 +18,6 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 # The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
 from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
-from ddrl.figures.learning import reward_curves
 from ddrl.figures.style import plt, save_figure
 from ddrl.analysis.scaling import PARTS, amdahl_curve
 
@@ -384,17 +383,3 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
     fig.tight_layout()
     save_figure(fig, pdf, png)
     return pd.DataFrame(drawn)
-
-
-def reward_figures(progress: pd.DataFrame,
-                   outputs: dict[str, tuple[Path, Path]]) -> dict[str, pd.DataFrame]:
-    """Figs 12-14: one panel per algorithm, against env steps and against training time.
-    Returns each figure's plotted data by name."""
-    # One panel per algorithm and env: returns of different envs do not share a scale.
-    progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
-    drawn = {}
-    for name, x in (("fig12-14_reward_curves", "env_steps"),
-                    ("fig12-14_reward_curves_wallclock", "time_total_s")):
-        pdf, png = outputs[name]
-        drawn[name] = reward_curves(progress, pdf, png, x=x, panel="task", hue="algorithm")
-    return drawn

@@ -12,6 +12,7 @@ from ddrl import atomic
 
 from ddrl.analysis.results import load_progress
 from ddrl.figures import scaling as figs
+from ddrl.figures.learning import reward_figures
 from ddrl.figures.catalog import LEARNING_FIGURES
 
 # Text columns of the tables (experiment names, identity hashes, notes), read back as text.
@@ -26,7 +27,7 @@ def reward_stage(run_dirs: Iterable[str | Path],
     run_dirs = list(run_dirs)
     reward_outputs = {name: outputs[name] for name in LEARNING_FIGURES}
     if run_dirs:
-        drawn = figs.reward_figures(load_progress(run_dirs, experiments), reward_outputs)
+        drawn = reward_figures(load_progress(run_dirs, experiments), reward_outputs)
     else:
         drawn = {}
         for name, (pdf, png) in reward_outputs.items():

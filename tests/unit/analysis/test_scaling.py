@@ -198,7 +198,13 @@ def test_every_figure_is_drawn_from_the_tables(tmp_path):
     speedup = pd.read_csv(tmp_path / "fig" / "fig15-20_speedup.csv")
     assert sorted(set(speedup["workers"])) == [1, 2, 4] and set(speedup["gpu"]) == {0, 1}
     rewards = pd.read_csv(tmp_path / "fig" / "fig12-14_reward_curves.csv")
-    assert set(rewards["run_id"]) == {d.name for d in dirs}
+    assert set(rewards["run_id"]) == {d.name for d in dirs} | {"thesis"}
+    # The thesis's published PPO humanoid return is drawn beside the curves, on env steps only.
+    thesis = rewards[rewards["run_id"] == "thesis"]
+    assert thesis[["task", "env_steps", "episode_return_mean"]].values.tolist() == [
+        ["PPO on HumanoidBulletEnv-v0", 3e8, 2137.0]]
+    wallclock = pd.read_csv(tmp_path / "fig" / "fig12-14_reward_curves_wallclock.csv")
+    assert "thesis" not in set(wallclock["run_id"])
     # A figure with nothing to draw (no off-policy runs here) still leaves readable data.
     empty = pd.read_csv(tmp_path / "fig" / "update_schedules.csv")
     assert list(empty.columns) == ["panel", "series", "workers", "speedup"] and empty.empty
