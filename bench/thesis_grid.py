@@ -136,9 +136,9 @@ def warmup_steps(spec: Any) -> int:
 
 def thesis_reference() -> dict[tuple[str, int, int], tuple[float, float, int]]:
     """(algorithm, workers, GPUs) -> (thesis s / iteration, thesis speedup, its reference
-    worker count), from ``ddrl.analysis.scaling.thesis_speedups``: the reference is the
+    worker count), from ``ddrl.analysis.thesis_comparison.thesis_speedups``: the reference is the
     1-worker CPU run, or the smallest CPU worker count where the thesis has none (PPO: 2)."""
-    from ddrl.analysis.scaling import thesis_speedups
+    from ddrl.analysis.thesis_comparison import thesis_speedups
     from ddrl.analysis.scaling_stage import thesis_iteration_times
 
     return {(r.algorithm.upper(), int(r.num_workers), int(r.num_gpus)):

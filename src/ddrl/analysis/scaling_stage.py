@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ddrl.analysis import cost as cost_mod
-from ddrl.analysis.scaling import aggregate, load_runs, schedule_comparison, thesis_comparison
+from ddrl.analysis.scaling import aggregate, load_runs
+from ddrl.analysis.thesis_comparison import schedule_comparison, thesis_comparison
 from ddrl.analysis.tables import Column, distinguishing_columns, write_table
 from ddrl.runs import RunFolder
 

@@ -18,6 +18,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 # The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
 from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
+from ddrl.figures.learning import reward_curves
 from ddrl.figures.style import plt, save_figure
 from ddrl.analysis.scaling import PARTS, amdahl_curve
 
@@ -86,6 +87,35 @@ def _grid(n: int, width: float = 5.0, height: float = 4.0):
     return fig, list(axes.flat[:n])
 
 
+def _panel_figure(panels: list, draw, suptitle: str, pdf, png, **grid) -> None:
+    """One figure, a panel per ``(key, group)`` of ``panels``: ``draw(ax, key, group)`` plots
+    a panel and returns how to label it (:func:`_label_panel`'s keywords); the title over
+    all panels, the layout and the saved files are the same for every scaling figure."""
+    fig, axes = _grid(len(panels), **grid)
+    for ax, (key, group) in zip(axes, panels):
+        _label_panel(ax, **draw(ax, key, group))
+    fig.suptitle(suptitle, fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, pdf, png)
+
+
+def _label_panel(ax, *, xlabel: str, ylabel: str, title: str, loglog: bool = False,
+                 ticks=None, title_size: float | None = None, grid: dict | None = None,
+                 legend_size: float = 7) -> None:
+    """A panel's axes: log-log with worker-count ``ticks`` where asked, labels, title, grid
+    (all ticks unless ``grid`` says otherwise) and legend."""
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    if ticks is not None:
+        _worker_ticks(ax, ticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.grid(alpha=0.3, **({"which": "both"} if grid is None else grid))
+    ax.legend(fontsize=legend_size)
+
+
 def empty_figure(pdf, png, message: str) -> None:
     """A figure that says, in words, why there is nothing to plot."""
     fig, ax = plt.subplots(figsize=(6, 2.5))
@@ -126,9 +156,8 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
     if data.empty:
         empty_figure(pdf, png, "No configuration has steady-state iterations to plot.")
         return pd.DataFrame()
-    panels = _panels(data)
-    fig, axes = _grid(len(panels))
-    for ax, (key, group) in zip(axes, panels):
+
+    def draw(ax, key, group) -> dict:
         top = group["workers"].max()
         for gpu, series in group.groupby("gpu"):
             series = series.sort_values("workers")
@@ -148,17 +177,12 @@ def iteration_time_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png)
             n = np.geomspace(1, 4 * top, 50)
             ax.plot(n, base["iter_time_s"].iloc[0] / n, color="0.6", linestyle=":", lw=1.2,
                     label="ideal 1/n (from 1 runner, CPU)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
-        ax.set_xlabel("env runners (workers)")
-        ax.set_ylabel("iteration time (s), steady state")
-        ax.set_title(_title(key, group))
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-    fig.suptitle("Training iteration time by number of workers (thesis Figs 15-20)", fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(loglog=True, ticks=list(group["workers"]) + [2 * top, 4 * top],
+                    xlabel="env runners (workers)", ylabel="iteration time (s), steady state",
+                    title=_title(key, group))
+
+    _panel_figure(_panels(data), draw,
+                  "Training iteration time by number of workers (thesis Figs 15-20)", pdf, png)
     return data
 
 
@@ -175,8 +199,8 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.
         empty_figure(pdf, png, "No speedup to plot: every series ran with a single worker count.")
         return pd.DataFrame()
     data = pd.concat([group for _, group in panels])
-    fig, axes = _grid(len(panels))
-    for ax, (key, group) in zip(axes, panels):
+
+    def draw(ax, key, group) -> dict:
         top = group["workers"].max()
         base = group[(group["workers"] == 1) & (group["gpu"] == 0)]["iter_time_s"]
         for gpu, series in group.groupby("gpu"):
@@ -195,17 +219,11 @@ def speedup_figure(speedup: pd.DataFrame, amdahl: pd.DataFrame, pdf, png) -> pd.
                         linestyle=st["linestyle"], lw=1, label=f"{st['label']} Amdahl fit")
         n = np.geomspace(1, 4 * top, 20)
         ax.plot(n, n, color="0.6", linestyle=":", lw=1.2, label="ideal (speedup = workers)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _worker_ticks(ax, list(group["workers"]) + [2 * top, 4 * top])
-        ax.set_xlabel("env runners (workers)")
-        ax.set_ylabel("speedup vs 1 runner, CPU (x)")
-        ax.set_title(_title(key, group))
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-    fig.suptitle("Speedup by number of workers", fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(loglog=True, ticks=list(group["workers"]) + [2 * top, 4 * top],
+                    xlabel="env runners (workers)", ylabel="speedup vs 1 runner, CPU (x)",
+                    title=_title(key, group))
+
+    _panel_figure(panels, draw, "Speedup by number of workers", pdf, png)
     return data
 
 
@@ -217,9 +235,9 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> pd.DataFrame:
         empty_figure(pdf, png, "No timer breakdown to plot.\n" + "\n".join(notes[:4]))
         return pd.DataFrame()
     panels = [((*k, gpu), g) for k, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
-    fig, axes = _grid(len(panels), width=5.0, height=4.0)
     parts = [p for p in list(PARTS.values()) + ["other"]]
-    for ax, (key, group) in zip(axes, panels):
+
+    def draw(ax, key, group) -> dict:
         group = group.sort_values("workers")
         x = np.arange(len(group))
         bottom = np.zeros(len(group))
@@ -235,15 +253,12 @@ def breakdown_figure(breakdown: pd.DataFrame, pdf, png) -> pd.DataFrame:
             bottom += secs
         ax.set_xticks(x)
         ax.set_xticklabels(group["workers"].astype(int).astype(str))
-        ax.set_xlabel("env runners (workers)")
-        ax.set_ylabel("time per iteration (s)")
-        ax.set_title(_title(key[:-1], suffix=", GPU learner" if key[-1] else ", CPU only"),
-                     fontsize=10)
-        ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=7)
-    fig.suptitle("Training iteration time by task (thesis Figs 21-22)", fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(xlabel="env runners (workers)", ylabel="time per iteration (s)",
+                    title=_title(key[:-1], suffix=", GPU learner" if key[-1] else ", CPU only"),
+                    title_size=10, grid={"axis": "y"})
+
+    _panel_figure(panels, draw, "Training iteration time by task (thesis Figs 21-22)", pdf, png,
+                  width=5.0, height=4.0)
     return data
 
 
@@ -254,10 +269,9 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> pd.DataFrame:
         lines = [f"{r.algorithm} {r.env} {r.config}: {r.note}" for r in cost.itertuples()][:6]
         empty_figure(pdf, png, "No configuration reached its return threshold.\n" + "\n".join(lines))
         return pd.DataFrame()
-    panels = _panels(ok)
-    fig, axes = _grid(len(panels))
     currency = cost["currency"].iloc[0]
-    for ax, (key, group) in zip(axes, panels):
+
+    def draw(ax, key, group) -> dict:
         for gpu, series in group.groupby("gpu"):
             st = SERIES_STYLE[int(gpu)]
             ax.scatter(series["time_to_threshold_s"], series["cost_to_threshold"],
@@ -270,23 +284,20 @@ def cost_pareto_figure(cost: pd.DataFrame, pdf, png) -> pd.DataFrame:
             ax.annotate(r.config, (r.time_to_threshold_s, r.cost_to_threshold), fontsize=7,
                         xytext=(4, 4), textcoords="offset points")
         thr = group["return_threshold"].iloc[0]
-        ax.set_xlabel(f"training time to mean return {thr:g} (s)")
-        ax.set_ylabel(f"cost to reach it ({currency}, example prices)")
-        ax.set_title(_title(key, group))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("Time and cost to reach the return threshold", fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(xlabel=f"training time to mean return {thr:g} (s)",
+                    ylabel=f"cost to reach it ({currency}, example prices)",
+                    title=_title(key, group), grid={})
+
+    _panel_figure(_panels(ok), draw, "Time and cost to reach the return threshold", pdf, png)
     return ok
 
 
 def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> pd.DataFrame:
     """Per algorithm: the thesis's speedups (open) and ours (filled), CPU and GPU."""
-    algos = sorted(comparison["algorithm"].unique())
-    fig, axes = _grid(len(algos))
-    for ax, algo in zip(axes, algos):
-        group = comparison[comparison["algorithm"] == algo]
+    panels = [(algo, comparison[comparison["algorithm"] == algo])
+              for algo in sorted(comparison["algorithm"].unique())]
+
+    def draw(ax, algo, group) -> dict:
         for gpu, series in group.groupby("gpu"):
             series = series.sort_values("workers")
             st = SERIES_STYLE[int(gpu)]
@@ -301,18 +312,12 @@ def thesis_comparison_figure(comparison: pd.DataFrame, pdf, png) -> pd.DataFrame
         n = np.geomspace(1, top, 20)
         ax.plot(n, n / group["reference"].str.extract(r"(\d+)")[0].astype(float).iloc[0],
                 color="0.6", linestyle=":", lw=1.2, label="ideal")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _worker_ticks(ax, group["workers"])
-        ax.set_xlabel("workers")
-        ax.set_ylabel(f"speedup vs {group['reference'].iloc[0]} (x)")
-        ax.set_title(f"{algo}: this study vs the thesis")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-    fig.suptitle("Speedups compared with the thesis (hardware differs: compare curves, not seconds)",
-                 fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(loglog=True, ticks=group["workers"], xlabel="workers",
+                    ylabel=f"speedup vs {group['reference'].iloc[0]} (x)",
+                    title=f"{algo}: this study vs the thesis")
+
+    _panel_figure(panels, draw, "Speedups compared with the thesis (hardware differs: compare "
+                  "curves, not seconds)", pdf, png)
     return comparison
 
 
@@ -343,43 +348,62 @@ def update_schedule_figure(schedules: pd.DataFrame, comparison: pd.DataFrame, pd
     # One panel per series (its experiment and settings) and learner.
     panels = [((*key, gpu), g) for key, grp in _panels(data) for gpu, g in grp.groupby("gpu")]
     names = Counter((algo, env, gpu) for (algo, env, _, _, gpu), _ in panels)
-    fig, axes = _grid(len(panels))
-    for ax, ((algo, env, experiment, tag, gpu), group) in zip(axes, panels):
+
+    def draw(ax, key, group) -> dict:
+        algo, env, experiment, tag, gpu = key
         group = group.sort_values("workers")
         panel = f"{algo} on {env}" + (", GPU learner" if gpu else "")
         if names[algo, env, gpu] > 1:  # several series of this task: name which one
             panel += f" ({_series_label(experiment, tag)})"
-        for col, (label, st) in SCHEDULE_STYLE.items():
-            y = group[col].astype(float)
-            ok = np.isfinite(y)
-            if not ok.any():
-                continue
-            yerr = None
-            if f"{col}_ci_low" in group:
-                lo, hi = group[f"{col}_ci_low"].astype(float), group[f"{col}_ci_high"].astype(float)
-                yerr = np.nan_to_num(np.clip(np.vstack([y - lo, hi - y])[:, ok], 0, None))
-            ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
-            drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
-                      for w, v in zip(group["workers"][ok], y[ok])]
+        drawn.extend(_schedule_series(ax, panel, group))
         thesis = comparison[(comparison["algorithm"] == algo) & (comparison["gpu"] == gpu)]
         if len(thesis) and env == "HumanoidBulletEnv-v0":
             ax.plot(thesis["workers"], thesis["thesis_speedup"], color="0.3", marker="D",
                     mfc="none", linestyle="none", label="thesis, published (RLlib 1.1)")
-            drawn += [{"panel": panel, "series": "thesis", "workers": int(w), "speedup": float(v)}
-                      for w, v in zip(thesis["workers"], thesis["thesis_speedup"])]
+            drawn.extend({"panel": panel, "series": "thesis", "workers": int(w), "speedup": float(v)}
+                         for w, v in zip(thesis["workers"], thesis["thesis_speedup"]))
         top = max(group["workers"].max(), thesis["workers"].max() if len(thesis) else 1)
         n = np.geomspace(1, top, 20)
         ax.plot(n, n, color="0.7", linestyle=":", lw=1, label="ideal (speedup = workers)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _worker_ticks(ax, list(group["workers"]) + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"))
-        ax.set_xlabel("env runners (workers)")
-        ax.set_ylabel("speedup vs 1 runner (x)")
-        ax.set_title(_title((algo, env, experiment, tag), suffix=", GPU learner" if gpu else ""))
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
-    fig.suptitle("Off-policy speedup: the thesis's update schedule vs a fixed update ratio",
-                 fontsize=11)
-    fig.tight_layout()
-    save_figure(fig, pdf, png)
+        return dict(loglog=True, ticks=list(group["workers"])
+                    + list(thesis["workers"]) * (env == "HumanoidBulletEnv-v0"),
+                    xlabel="env runners (workers)", ylabel="speedup vs 1 runner (x)",
+                    title=_title((algo, env, experiment, tag), suffix=", GPU learner" if gpu else ""),
+                    legend_size=6)
+
+    _panel_figure(panels, draw, "Off-policy speedup: the thesis's update schedule vs a fixed "
+                  "update ratio", pdf, png)
     return pd.DataFrame(drawn)
+
+
+def _schedule_series(ax, panel: str, group: pd.DataFrame) -> list[dict]:
+    """The schedule comparison's series (:data:`SCHEDULE_STYLE`) in one panel, with their
+    intervals where the table has them; returns the points drawn."""
+    drawn = []
+    for col, (label, st) in SCHEDULE_STYLE.items():
+        y = group[col].astype(float)
+        ok = np.isfinite(y)
+        if not ok.any():
+            continue
+        yerr = None
+        if f"{col}_ci_low" in group:
+            lo, hi = group[f"{col}_ci_low"].astype(float), group[f"{col}_ci_high"].astype(float)
+            yerr = np.nan_to_num(np.clip(np.vstack([y - lo, hi - y])[:, ok], 0, None))
+        ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
+        drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
+                  for w, v in zip(group["workers"][ok], y[ok])]
+    return drawn
+
+
+def reward_figures(progress: pd.DataFrame,
+                   outputs: dict[str, tuple[Path, Path]]) -> dict[str, pd.DataFrame]:
+    """Figs 12-14: one panel per algorithm, against env steps and against training time.
+    Returns each figure's plotted data by name."""
+    # One panel per algorithm and env: returns of different envs do not share a scale.
+    progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
+    drawn = {}
+    for name, x in (("fig12-14_reward_curves", "env_steps"),
+                    ("fig12-14_reward_curves_wallclock", "time_total_s")):
+        pdf, png = outputs[name]
+        drawn[name] = reward_curves(progress, pdf, png, x=x, panel="task", hue="algorithm")
+    return drawn
