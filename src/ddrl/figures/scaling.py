@@ -9,7 +9,6 @@ CSVs alone.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,6 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 # The figure names live in ddrl.figures.catalog: the workflow imports them without matplotlib.
 from ddrl.figures.catalog import CATEGORY, FIGURES, output_key  # noqa: F401
-from ddrl.figures.learning import reward_curves
 from ddrl.figures.style import plt, save_figure
 from ddrl.analysis.scaling import PARTS, amdahl_curve
 
@@ -392,18 +390,4 @@ def _schedule_series(ax, panel: str, group: pd.DataFrame) -> list[dict]:
         ax.errorbar(group["workers"][ok], y[ok], yerr=yerr, capsize=3, lw=1, label=label, **st)
         drawn += [{"panel": panel, "series": col, "workers": int(w), "speedup": float(v)}
                   for w, v in zip(group["workers"][ok], y[ok])]
-    return drawn
-
-
-def reward_figures(progress: pd.DataFrame,
-                   outputs: dict[str, tuple[Path, Path]]) -> dict[str, pd.DataFrame]:
-    """Figs 12-14: one panel per algorithm, against env steps and against training time.
-    Returns each figure's plotted data by name."""
-    # One panel per algorithm and env: returns of different envs do not share a scale.
-    progress = progress.assign(task=progress["algorithm"] + " on " + progress["env"])
-    drawn = {}
-    for name, x in (("fig12-14_reward_curves", "env_steps"),
-                    ("fig12-14_reward_curves_wallclock", "time_total_s")):
-        pdf, png = outputs[name]
-        drawn[name] = reward_curves(progress, pdf, png, x=x, panel="task", hue="algorithm")
     return drawn
