@@ -82,3 +82,7 @@ UNIT_FLOAT = {"type": "number", "minimum": 0, "maximum": 1}
 POS_INT = {"type": "integer", "minimum": 1}
 NONNEG_INT = {"type": "integer", "minimum": 0}
 OBS_FILTER = {"enum": ["NoFilter", "MeanStdFilter"]}
+
+# Hyperparameters every algorithm has, defined once.
+GAMMA = Param(UNIT_FLOAT, 0.99, "discount factor")
+OBSERVATION_FILTER = Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddrl.algorithms.base import OBSERVATION_FILTER
 from ddrl.envs import rllib_env_id
 from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
@@ -21,7 +22,7 @@ def apply_run_settings(config: Any, spec: RunSpec) -> Any:
             num_env_runners=res["num_env_runners"],
             num_envs_per_env_runner=res["num_envs_per_env_runner"],
             num_cpus_per_env_runner=res["num_cpus_per_env_runner"],
-            observation_filter=hp.get("observation_filter", "NoFilter"),
+            observation_filter=hp.get("observation_filter", OBSERVATION_FILTER.default),
             env_to_module_connector=observation_filter_connector(hp.get("observation_filter")),
         )
         .learners(num_learners=0, num_gpus_per_learner=res["num_gpus_per_learner"])
@@ -123,10 +124,10 @@ def offpolicy_params(**overrides: Any) -> dict[str, Any]:
     ``overrides`` replaces a shared :class:`~ddrl.algorithms.base.Param` where an algorithm
     differs (TD3 warms up longer, with uniform random actions).
     """
-    from ddrl.algorithms.base import NONNEG_INT, OBS_FILTER, POS_FLOAT, POS_INT, UNIT_FLOAT, Param
+    from ddrl.algorithms.base import GAMMA, NONNEG_INT, POS_FLOAT, POS_INT, Param
 
     shared = {
-        "gamma": Param(UNIT_FLOAT, 0.99, "discount factor"),
+        "gamma": GAMMA,
         "train_batch_size": Param(POS_INT, 256, "replay minibatch size"),
         "updates_per_step": Param(POS_FLOAT, 1.0, "gradient (critic) updates per sampled env step"),
         "update_schedule": Param({"enum": list(UPDATE_SCHEDULES)}, FIXED_RATIO, UPDATE_SCHEDULE_HELP),
@@ -147,7 +148,7 @@ def offpolicy_params(**overrides: Any) -> dict[str, Any]:
             "remote env runners sample the next fragment while the learner trains on the last "
             "one (the acting policy then lags up to two fragments behind the learner); false: "
             "sample and train in turn", implicit_default=True),
-        "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
+        "observation_filter": OBSERVATION_FILTER,
     }
     unknown = sorted(set(overrides) - set(shared))
     if unknown:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ddrl.algorithms.base import (
     ACTIVATION,
+    GAMMA,
     HIDDENS,
-    OBS_FILTER,
+    OBSERVATION_FILTER,
     POS_FLOAT,
     POS_INT,
     UNIT_FLOAT,
@@ -17,7 +18,7 @@ from ddrl.algorithms.common import apply_run_settings, model_config
 
 PARAMS = {
     "lr": Param(POS_FLOAT, 3e-4, "Adam learning rate"),
-    "gamma": Param(UNIT_FLOAT, 0.99, "discount factor"),
+    "gamma": GAMMA,
     "lambda_": Param(UNIT_FLOAT, 0.95, "GAE lambda"),
     "clip_param": Param(POS_FLOAT, 0.2, "PPO surrogate clip"),
     "vf_clip_param": Param(POS_FLOAT, 10.0, "value-loss clip"),
@@ -45,7 +46,7 @@ PARAMS = {
         "CleanRL's: gain sqrt(2) hidden, 0.01 policy head, 1 value head); rllib1_normc "
         "(RLlib 1.x's, the thesis's: normc 1.0 hidden, 0.01 policy head, 1.0 value head). "
         "Biases 0 in both non-default schemes", implicit_default=True),
-    "observation_filter": Param(OBS_FILTER, "NoFilter", "running mean/std observation normalisation"),
+    "observation_filter": OBSERVATION_FILTER,
     "rollout_fragment_length": Param({"oneOf": [POS_INT, {"const": "auto"}]}, "auto", "steps per env per sample call"),
     "shuffle_batch_per_epoch": Param({"type": "boolean"}, True, "reshuffle each epoch"),
     "lean_learner": Param(

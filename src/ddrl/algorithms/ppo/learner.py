@@ -181,21 +181,8 @@ class LeanPPOTorchLearner(PPOTorchLearner):
         self._weights_seq_no += 1
 
         ma_batch = self._make_batch_if_necessary(training_data=training_data)
-        for module_id in list(ma_batch.policy_batches):
-            if not self.should_module_be_updated(module_id, ma_batch):
-                del ma_batch.policy_batches[module_id]
-        for module_id, module_batch in ma_batch.policy_batches.items():
-            if module_id not in self.module.keys():
-                raise ValueError(
-                    f"Batch contains ModuleID {module_id!r}, which is not in this Learner "
-                    f"(modules: {list(self.module.keys())})"
-                )
-            self._lean_update_module(
-                module_id, module_batch, ma_batch.env_steps(),
-                num_epochs=num_epochs, minibatch_size=minibatch_size,
-                shuffle=shuffle_batch_per_epoch,
-            )
-
+        self._lean_update_modules(ma_batch, num_epochs=num_epochs, minibatch_size=minibatch_size,
+                                  shuffle=shuffle_batch_per_epoch)
         self.after_gradient_based_update(timesteps=timesteps or {})
         if not _no_metrics_reduce:
             return self.metrics.reduce()
@@ -246,6 +233,41 @@ class LeanPPOTorchLearner(PPOTorchLearner):
             return total
         raise ValueError(f"`grad_clip_by` ({clip_by}) must be one of [value|norm|global_norm]!")
 
+    def _lean_update_modules(self, ma_batch, *, num_epochs: int, minibatch_size: int | None,
+                             shuffle: bool) -> None:
+        """The lean update of every module of ``ma_batch`` that is to be updated."""
+        for module_id in list(ma_batch.policy_batches):
+            if not self.should_module_be_updated(module_id, ma_batch):
+                del ma_batch.policy_batches[module_id]
+        for module_id, module_batch in ma_batch.policy_batches.items():
+            if module_id not in self.module.keys():
+                raise ValueError(
+                    f"Batch contains ModuleID {module_id!r}, which is not in this Learner "
+                    f"(modules: {list(self.module.keys())})"
+                )
+            self._lean_update_module(
+                module_id, module_batch, ma_batch.env_steps(),
+                num_epochs=num_epochs, minibatch_size=minibatch_size, shuffle=shuffle,
+            )
+
+    def _minibatches(self, tensors: dict[str, torch.Tensor], batch_len: int, num_epochs: int,
+                     minibatch_size: int | None, shuffle: bool):
+        """Every minibatch of the epochs gathered once (minibatch i is rows
+        ``[i*size, (i+1)*size)``), each row's weight in its minibatch's mean, the number of
+        minibatches and their size."""
+        stream = minibatch_index_stream(batch_len, num_epochs, minibatch_size, shuffle)
+        num_minibatches, size = stream.shape
+        index = torch.from_numpy(stream.reshape(-1)).to(self._device)
+        gathered = {k: v.index_select(0, index) for k, v in tensors.items()}
+        mask = gathered.get(Columns.LOSS_MASK)
+        if mask is not None:
+            # Masked mean = dot(x, weights): weights = mask / valid rows of x's minibatch.
+            mask_f = mask.to(torch.float32).view(num_minibatches, size)
+            weights = (mask_f / mask_f.sum(dim=1, keepdim=True)).view(-1)
+        else:
+            weights = torch.full((num_minibatches * size,), 1.0 / size, device=self._device)
+        return gathered, weights, num_minibatches, size
+
     def _lean_update_module(
         self, module_id, module_batch: SampleBatch, env_steps: int, *,
         num_epochs: int, minibatch_size: int | None, shuffle: bool,
@@ -256,22 +278,9 @@ class LeanPPOTorchLearner(PPOTorchLearner):
         params = [p for group in optimizer.param_groups for p in group["params"]]
         flat_grad = self._flat_gradients(params)
         views = [p.grad for p in params]
-
         tensors = self._batch_tensors(module_batch)
-        batch_len = len(module_batch)
-        stream = minibatch_index_stream(batch_len, num_epochs, minibatch_size, shuffle)
-        num_minibatches, size = stream.shape
-        # Gather every minibatch once: minibatch i is then rows [i*size, (i+1)*size).
-        index = torch.from_numpy(stream.reshape(-1)).to(self._device)
-        gathered = {k: v.index_select(0, index) for k, v in tensors.items()}
-
-        mask = gathered.get(Columns.LOSS_MASK)
-        if mask is not None:
-            # Masked mean = dot(x, weights): weights = mask / valid rows of x's minibatch.
-            mask_f = mask.to(torch.float32).view(num_minibatches, size)
-            weights = (mask_f / mask_f.sum(dim=1, keepdim=True)).view(-1)
-        else:
-            weights = torch.full((num_minibatches * size,), 1.0 / size, device=self._device)
+        gathered, weights, num_minibatches, size = self._minibatches(
+            tensors, len(module_batch), num_epochs, minibatch_size, shuffle)
 
         entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
         kl_coeff = self.curr_kl_coeffs_per_module[module_id]
