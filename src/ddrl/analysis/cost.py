@@ -133,71 +133,81 @@ def cost_table(runs: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> pd.DataFrame:
 
     ``runs`` is :func:`ddrl.analysis.scaling.load_runs` output.
     """
-    currency = cost_cfg.get("currency", "USD")
-    rows = []
-    for keys, group in runs.groupby(CONFIG_KEYS, sort=True):
-        cfg = dict(zip(CONFIG_KEYS, keys))
-        what, price = price_run(cost_cfg, workers=cfg["num_env_runners"],
-                                envs=cfg["num_envs_per_env_runner"],
-                                cpus_per_runner=cfg["num_cpus_per_env_runner"],
-                                gpus=cfg["num_gpus_per_learner"], nodes=cfg["nodes"])
-        per_run, thresholds = [], set()
-        for run_id, run in group.groupby("run_id"):
-            total = float(run["time_total_s"].max())
-            threshold, window, source = _run_threshold(run, cost_cfg, cfg["env"])
-            thresholds.add((threshold, source))
-            ttt, steps = (_to_threshold(run, threshold, window) if threshold is not None
-                          else (math.nan, math.nan))
-            per_run.append((total, ttt, steps, float(run["episode_return_mean"].max())))
-        totals, ttts, stepss, best = (np.array(v, float) for v in zip(*per_run))
-        reached = np.isfinite(ttts)
-        (threshold, source), *others = sorted(thresholds, key=lambda t: (t[0] is None, t))
-        row = {
-            **cfg,
-            "workers": cfg["num_env_runners"],
-            "gpu": int(cfg["num_gpus_per_learner"] > 0),
-            "config": workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"],
-                                     cfg["nodes"]),
-            "config_id": group["config_id"].iloc[0],
-            "priced_as": what,
-            "price_per_hour": price,
-            "currency": currency,
-            "seeds": len(per_run),
-            "train_time_s": float(np.median(totals)),
-            "cost": float(np.median(totals)) / 3600 * price,
-            "return_threshold": threshold if threshold is not None else math.nan,
-            "seeds_reached": int(reached.sum()),
-            "best_return": float(np.nanmax(best)) if np.isfinite(best).any() else math.nan,
-            "threshold_from": source,
-            "time_to_threshold_s": math.nan,
-            "env_steps_to_threshold": math.nan,
-            "cost_to_threshold": math.nan,
-            "note": "",
-        }
-        if others:
-            # Seeds of one configuration with different thresholds: no common answer.
-            row["return_threshold"] = math.nan
-            row["note"] = ("seeds have different return thresholds "
-                           f"{sorted({t for t, _ in thresholds if t is not None})}; "
-                           "not pooled")
-        elif threshold is None:
-            row["note"] = f"no return threshold set for {cfg['env']} (cost.return_threshold)"
-        elif reached.any():
-            ttt = float(np.median(ttts[reached]))
-            row["time_to_threshold_s"] = ttt
-            row["env_steps_to_threshold"] = float(np.median(stepss[reached]))
-            row["cost_to_threshold"] = ttt / 3600 * price
-            if not reached.all():
-                row["note"] = (f"{reached.sum()} of {len(per_run)} seeds reached {threshold:g}; "
-                               "median over those")
-        else:
-            row["note"] = f"not reached: best mean return {row['best_return']:.1f} < {threshold:g}"
-        rows.append(row)
+    rows = [_cost_row(dict(zip(CONFIG_KEYS, keys)), group, cost_cfg)
+            for keys, group in runs.groupby(CONFIG_KEYS, sort=True)]
     table = pd.DataFrame(rows)
     table["pareto"] = False
     for _, group in table.groupby(BASELINE_KEYS, sort=False):
         table.loc[pareto_front(group), "pareto"] = True
     return table
+
+
+def _per_run(group: pd.DataFrame, cost_cfg: Mapping[str, Any], env: str):
+    """Each seed's training time, time and env steps to its threshold and best return, and
+    the (threshold, source) pairs the seeds have."""
+    per_run, thresholds = [], set()
+    for run_id, run in group.groupby("run_id"):
+        total = float(run["time_total_s"].max())
+        threshold, window, source = _run_threshold(run, cost_cfg, env)
+        thresholds.add((threshold, source))
+        ttt, steps = (_to_threshold(run, threshold, window) if threshold is not None
+                      else (math.nan, math.nan))
+        per_run.append((total, ttt, steps, float(run["episode_return_mean"].max())))
+    return per_run, thresholds
+
+
+def _cost_row(cfg: dict, group: pd.DataFrame, cost_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """One configuration's row: its price, training time and cost, and the time, env steps
+    and cost to its return threshold (medians over the seeds that reached it)."""
+    what, price = price_run(cost_cfg, workers=cfg["num_env_runners"],
+                            envs=cfg["num_envs_per_env_runner"],
+                            cpus_per_runner=cfg["num_cpus_per_env_runner"],
+                            gpus=cfg["num_gpus_per_learner"], nodes=cfg["nodes"])
+    per_run, thresholds = _per_run(group, cost_cfg, cfg["env"])
+    totals, ttts, stepss, best = (np.array(v, float) for v in zip(*per_run))
+    reached = np.isfinite(ttts)
+    (threshold, source), *others = sorted(thresholds, key=lambda t: (t[0] is None, t))
+    row = {
+        **cfg,
+        "workers": cfg["num_env_runners"],
+        "gpu": int(cfg["num_gpus_per_learner"] > 0),
+        "config": workers_label(cfg["num_env_runners"], cfg["num_gpus_per_learner"],
+                                 cfg["nodes"]),
+        "config_id": group["config_id"].iloc[0],
+        "priced_as": what,
+        "price_per_hour": price,
+        "currency": cost_cfg.get("currency", "USD"),
+        "seeds": len(per_run),
+        "train_time_s": float(np.median(totals)),
+        "cost": float(np.median(totals)) / 3600 * price,
+        "return_threshold": threshold if threshold is not None else math.nan,
+        "seeds_reached": int(reached.sum()),
+        "best_return": float(np.nanmax(best)) if np.isfinite(best).any() else math.nan,
+        "threshold_from": source,
+        "time_to_threshold_s": math.nan,
+        "env_steps_to_threshold": math.nan,
+        "cost_to_threshold": math.nan,
+        "note": "",
+    }
+    if others:
+        # Seeds of one configuration with different thresholds: no common answer.
+        row["return_threshold"] = math.nan
+        row["note"] = ("seeds have different return thresholds "
+                       f"{sorted({t for t, _ in thresholds if t is not None})}; "
+                       "not pooled")
+    elif threshold is None:
+        row["note"] = f"no return threshold set for {cfg['env']} (cost.return_threshold)"
+    elif reached.any():
+        ttt = float(np.median(ttts[reached]))
+        row["time_to_threshold_s"] = ttt
+        row["env_steps_to_threshold"] = float(np.median(stepss[reached]))
+        row["cost_to_threshold"] = ttt / 3600 * price
+        if not reached.all():
+            row["note"] = (f"{reached.sum()} of {len(per_run)} seeds reached {threshold:g}; "
+                           "median over those")
+    else:
+        row["note"] = f"not reached: best mean return {row['best_return']:.1f} < {threshold:g}"
+    return row
 
 
 def pareto_front(table: pd.DataFrame, x: str = "time_to_threshold_s",
