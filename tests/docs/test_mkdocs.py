@@ -103,7 +103,7 @@ def test_readme_is_short():
         f"README.md has {len(lines)} lines (at most {README_MAX_LINES}): move detail to docs/")
 
 
-def test_every_relative_link_in_the_readme_points_to_an_existing_file():
+def test_every_relative_link_in_the_readme_points_to_an_existing_file(site):
     text = README.read_text()
     targets = LINK.findall(text)
     assert targets, "no links found in README.md (has the link syntax changed?)"
@@ -111,10 +111,16 @@ def test_every_relative_link_in_the_readme_points_to_an_existing_file():
     for target in targets:
         if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
             continue  # http(s), mailto: not checked here; an anchor of the README itself
-        path = target.split("#", 1)[0]
+        path, _, anchor = target.partition("#")
         if not (REPO / path).exists():
             broken.append(target)
-    assert not broken, f"README.md links to files that do not exist: {broken}"
+        elif anchor and path.startswith("docs/") and path.endswith(".md"):
+            # a section of a docs page: the heading ids are the site's (GitHub's agree for
+            # plain headings)
+            page = _rendered(site, path[len("docs/"):]).read_text()
+            if f'id="{anchor}"' not in page:
+                broken.append(target)
+    assert not broken, f"README.md links to files or sections that do not exist: {broken}"
 
 
 def test_the_readme_names_its_sections_for_the_thesis_and_the_default_study():

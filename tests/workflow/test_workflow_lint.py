@@ -11,7 +11,8 @@ import yaml
 
 from conftest import REPO
 
-# Lint titles we accept, with the reason (README "Workflow conventions" repeats them).
+# Lint titles we accept, with the reason (docs/architecture.md "Workflow conventions" repeats
+# them).
 ALLOWED = {
     # RUN_DIR + "/run.json": one run-folder pattern shared by every stage. Converting to
     # f-strings is left to the rules restructure; the linter reads the "/run.json" half of
