@@ -678,6 +678,15 @@ def plot_series(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, list
     return series
 
 
+def evaluation_episodes_label(rows: Sequence[Mapping[str, Any]]) -> str:
+    """How many deterministic episodes each plotted point averages, from the rows themselves
+    ("10", or "5-10" when the runs differ; "?" when no row says)."""
+    counts = sorted({int(float(r["episodes"])) for r in rows if r.get("episodes") not in (None, "")})
+    if not counts:
+        return "?"
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
 def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     import matplotlib
 
@@ -703,12 +712,13 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     for j, (algo, env) in enumerate(cells):
         axes[0, j].set_title(f"{algo} {env.replace('BulletEnv-v0', '')}", fontsize=9)
         axes[0, j].set_xlabel("env steps (k)", fontsize=8)
-        axes[1, j].set_xlabel("training time (min, nice 19, shared)", fontsize=8)
+        axes[1, j].set_xlabel("training time (min, shared machine)", fontsize=8)
         for ax in axes[:, j]:
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("eval return (10 det. episodes)", fontsize=8)
-    axes[1, 0].set_ylabel("eval return (10 det. episodes)", fontsize=8)
+    ylabel = f"eval return ({evaluation_episodes_label(rows)} det. episodes)"
+    axes[0, 0].set_ylabel(ylabel, fontsize=8)
+    axes[1, 0].set_ylabel(ylabel, fontsize=8)
     for ax in axes[0]:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)

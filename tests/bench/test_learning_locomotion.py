@@ -259,3 +259,9 @@ def test_restore_rebuilds_the_run_folders_a_report_csv_came_from(tmp_path):
     assert {(r["framework"], r["finished"]) for r in again} == {
         ("ddrl", False), ("sb3", True), (ll.BEFORE, False)}
     assert ll.restore(report_csv, restored) == []  # existing folders are left alone
+
+
+def test_the_figures_axis_label_counts_the_episodes_the_rows_average():
+    assert ll.evaluation_episodes_label([{"episodes": 10}, {"episodes": "10"}]) == "10"
+    assert ll.evaluation_episodes_label([{"episodes": 5}, {"episodes": 10.0}]) == "5-10"
+    assert ll.evaluation_episodes_label([{"episodes": ""}, {}]) == "?"

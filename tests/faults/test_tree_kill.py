@@ -164,7 +164,12 @@ def test_a_killed_tree_mid_evaluation_and_render_leaves_no_half_output(study):
     try:
         wait_for(lambda: all(script_running(proc.pid, rule) for rule in ("evaluate", "render")),
                  300, proc, "evaluate and render running at once")
-        time.sleep(study["rng"].uniform(0.5, 3.0))  # somewhere inside both jobs
+        # Somewhere inside both jobs: a random delay, cut short as soon as either job ends
+        # (a kill after both had finished would find Snakemake done and nothing to rerun).
+        deadline = time.monotonic() + study["rng"].uniform(0.5, 3.0)
+        while time.monotonic() < deadline and all(
+                script_running(proc.pid, rule) for rule in ("evaluate", "render")):
+            time.sleep(0.05)
     finally:
         kill_group(proc)
     for name in AGENT_OUTPUTS:
