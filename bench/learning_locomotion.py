@@ -69,7 +69,7 @@ CURVE_COLUMNS = ["framework", "algorithm", "env", "seed", "run_id", "env_steps",
 
 def study_runs(config: str | Path | Mapping[str, Any] = CONFIG) -> dict[str, Any]:
     """Run id -> RunSpec of the study's learning experiments (config order)."""
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
 
     study = (Study.from_config(config) if isinstance(config, Mapping)
              else Study.from_file(config))

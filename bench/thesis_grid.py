@@ -75,7 +75,7 @@ def grid_specs(config: str, experiments: list[str], runners: list[int], gpus: li
                ) -> list[tuple[str, Any]]:
     """The study's timing runs (first seed) for the requested runners and GPU counts, in
     priority order, with off-policy learning starting after ``learning_starts`` env steps."""
-    from ddrl.config.study import Study
+    from ddrl.study.study import Study
     from ddrl.errors import ConfigError
 
     study = Study.from_file(config)

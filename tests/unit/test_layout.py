@@ -13,26 +13,22 @@ The rules:
   package stands on a floor above the packages it imports;
 - no private name (a leading underscore) imported from another package: what one package
   offers another is public;
-- the modules in :data:`SHIMS` only re-export another module, for callers outside src that
-  cannot change yet (workflow/rules, bench); nothing in src imports them, and the graphs
-  leave them out (an old path is an alias, not a floor of its own).
+- no old path kept as an alias: every ddrl module the workflow (rules, Snakefile, scripts)
+  and bench/ import is one in src, so a module that moves takes its callers with it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+REPO = Path(__file__).resolve().parents[2]
+SRC = REPO / "src"
 PACKAGE = SRC / "ddrl"
 MAX_FLAT_MODULES = 8
-
-# Old import path -> the module it re-exports, and who still imports the old path.
-SHIMS = {
-    "ddrl.config.study": "ddrl.study.study",                # workflow/rules/common.smk, bench
-    "ddrl.config.search_space": "ddrl.study.study",         # workflow/rules/common.smk
-    "ddrl.config.preflight": "ddrl.study.preflight",        # workflow/rules/common.smk
-}
+# Callers outside src: the workflow's rule files and scripts, and the benchmarks.
+CALLERS = ["workflow/Snakefile", "workflow/rules/*.smk", "workflow/scripts/*.py", "bench/*.py"]
 
 
 def _module_name(path: Path) -> str:
@@ -89,9 +85,8 @@ def _parse(module: str) -> ast.AST:
 
 
 def _graph() -> dict[str, set[str]]:
-    """Module -> the modules it imports, shims left out (see the module docstring)."""
-    return {m: _imports(_parse(m), m, MODULES[m].name == "__init__.py") - set(SHIMS)
-            for m in MODULES if m not in SHIMS}
+    """Module -> the modules it imports."""
+    return {m: _imports(_parse(m), m, MODULES[m].name == "__init__.py") for m in MODULES}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -195,23 +190,27 @@ def test_no_private_name_is_imported_from_another_package():
     assert crossing == []
 
 
-def test_shims_only_re_export_and_nothing_in_src_imports_them():
-    for shim, target in SHIMS.items():
-        assert target in MODULES, f"{shim}: re-exports {target}, which does not exist"
-        tree = _parse(shim)
-        for node in tree.body:
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue  # the docstring
-            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-                continue
-            if isinstance(node, ast.ImportFrom) and node.module == target and not node.level:
-                continue
-            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
-                continue
-            raise AssertionError(f"{shim}: a shim only re-exports; line {node.lineno} does more")
-    importers = [f"{m} imports {t}" for m in MODULES if m not in SHIMS
-                 for t in _imports(_parse(m), m, MODULES[m].name == "__init__.py") if t in SHIMS]
-    assert importers == []
+# `from ddrl.x import y` / `import ddrl.x` at the start of a line, in Python or Snakemake
+# files (a .smk file is not Python, so its imports are read by pattern, not by ``ast``).
+CALLER_IMPORT = re.compile(r"^\s*(?:from\s+(ddrl(?:\.\w+)*)\s+import\b|import\s+(ddrl(?:\.\w+)*))",
+                           re.M)
+
+
+def _caller_imports(text: str) -> list[str]:
+    return [m.group(1) or m.group(2) for m in CALLER_IMPORT.finditer(text)]
+
+
+def test_callers_outside_src_import_only_modules_in_src():
+    # No shim: a module that moved is imported from where it lives now, by every caller.
+    files = sorted({p for pattern in CALLERS for p in REPO.glob(pattern)})
+    assert any(p.suffix == ".smk" for p in files) and any(p.parent.name == "bench" for p in files)
+    missing = [f"{p.relative_to(REPO)} imports {name}" for p in files
+               for name in _caller_imports(p.read_text()) if name not in MODULES]
+    assert missing == []
+    # Guards the pattern itself.
+    assert _caller_imports("    from ddrl.study.study import Study\nimport ddrl.search.tune as t\n"
+                           "x = 'from ddrl.nothing import y'\n") == ["ddrl.study.study",
+                                                                     "ddrl.search.tune"]
 
 
 def test_at_most_eight_flat_modules():
@@ -245,7 +244,7 @@ def test_what_the_workflow_imports_to_parse_stays_light():
 
     modules = ["ddrl.cluster.slurm", "ddrl.config.eval_config", "ddrl.study.study",
                "ddrl.study.search_space", "ddrl.study.preflight", "ddrl.search.tune",
-               "ddrl.figures.catalog", "ddrl.runs", *SHIMS]
+               "ddrl.figures.catalog", "ddrl.runs"]
     code = (f"import sys, {', '.join(modules)}; "
             "print(sorted(m for m in ('pandas', 'matplotlib', 'torch', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

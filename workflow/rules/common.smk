@@ -8,8 +8,7 @@ from snakemake.utils import validate
 from ddrl.cluster import slurm as ddrl_slurm
 from ddrl.config.eval_config import evaluation_settings
 from ddrl.errors import ConfigError
-from ddrl.config.search_space import experiment_run_ids
-from ddrl.config.study import Study
+from ddrl.study.study import Study, experiment_run_ids
 
 try:
     STUDY = Study.from_config(config, source="config")
@@ -123,7 +122,7 @@ onstart:
         except ddrl_slurm.DdrlError as err:
             raise WorkflowError(str(err)) from None
     elif LOCAL_JOBS:
-        from ddrl.config.preflight import check_local_cpus
+        from ddrl.study.preflight import check_local_cpus
 
         training = {j.wildcards.run_id for j in workflow.dag.needrun_jobs() if j.rule.name == "train"}
         try:
@@ -135,7 +134,7 @@ onstart:
 # Jobs on this machine: refuse GPU requests it cannot meet (or log the CPU fallback); say
 # when env runners need more CPUs than it has (a real run stops in onstart above).
 if LOCAL_JOBS:
-    from ddrl.config.preflight import check_local_cpus, check_local_gpus
+    from ddrl.study.preflight import check_local_cpus, check_local_gpus
 
     try:
         check_local_cpus(RUNS, warn_only=True)

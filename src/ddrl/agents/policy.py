@@ -336,17 +336,10 @@ def read_checkpoint_manifest(checkpoint: Path, run_id: str) -> dict[str, Any]:
     return manifest
 
 
-def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
-                algorithm: str | None = None,
-                env_config: dict[str, Any] | None = None) -> RestoredPolicy:
-    """Restore the deterministic policy in ``checkpoint`` (a ddrl checkpoint directory).
-
-    ``env`` and ``algorithm`` are what the caller expects (normally the run spec's); a
-    checkpoint trained on something else is an error, as is a missing, incomplete or
-    corrupt checkpoint. Needs RLlib installed but starts no Ray.
-    """
-    checkpoint = Path(checkpoint).resolve()
-    manifest = read_checkpoint_manifest(checkpoint, run_id)
+def _expected_env_and_algorithm(manifest: dict[str, Any], checkpoint: Path, run_id: str,
+                                env: str | None, algorithm: str | None
+                                ) -> tuple[str, str | None]:
+    """The env and algorithm to restore for: the caller's, which must match the manifest's."""
     trained_env = manifest.get("env")
     if env and trained_env and trained_env != env:
         raise ConfigError(
@@ -364,22 +357,13 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
             f"run {run_id}: checkpoint {checkpoint} belongs to run {manifest['run_id']}"
         )
     env = env or trained_env
-    algorithm = algorithm or trained_algo
     if not env:
         raise CheckpointError(f"run {run_id}: checkpoint {checkpoint} does not name its env")
+    return env, algorithm or trained_algo
 
-    from ray.rllib.connectors.connector_v2 import ConnectorV2
-    from ray.rllib.core.rl_module.rl_module import RLModule
 
-    module_dir, e2m_dir, m2e_dir = component_dirs()
-    module = _restore("RLModule", checkpoint / module_dir, RLModule.from_checkpoint, run_id)
-    e2m = _restore("env-to-module connector", checkpoint / e2m_dir,
-                   ConnectorV2.from_checkpoint, run_id)
-    m2e = _restore("module-to-env connector", checkpoint / m2e_dir,
-                   ConnectorV2.from_checkpoint, run_id)
-    module.eval()
-
-    obs_space, act_space = _env_spaces(env, dict(env_config or {}))
+def _check_spaces_fit_module(module: Any, obs_space: Any, act_space: Any, env: str,
+                             run_id: str) -> None:
     if tuple(obs_space.shape) != tuple(module.observation_space.shape):
         raise ConfigError(
             f"run {run_id}: env {env!r} has observations of shape {obs_space.shape}, but the "
@@ -395,14 +379,44 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
         raise ConfigError(f"run {run_id}: env {env!r} has an unbounded action space; "
                           "ddrl exports policies for bounded Box actions")
 
-    actions_fn = default_deterministic_actions
+
+def _deterministic_actions_fn(algorithm: str | None) -> Callable[[Any, dict], Any]:
+    """The registry entry's ``deterministic_actions`` override, else the default."""
     if algorithm:
         from ddrl.algorithms import ALGORITHMS
 
         spec = ALGORITHMS.get(algorithm)
         if spec is not None and spec.extra.get("deterministic_actions"):
-            actions_fn = spec.extra["deterministic_actions"]
+            return spec.extra["deterministic_actions"]
+    return default_deterministic_actions
 
+
+def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
+                algorithm: str | None = None,
+                env_config: dict[str, Any] | None = None) -> RestoredPolicy:
+    """Restore the deterministic policy in ``checkpoint`` (a ddrl checkpoint directory).
+
+    ``env`` and ``algorithm`` are what the caller expects (normally the run spec's); a
+    checkpoint trained on something else is an error, as is a missing, incomplete or
+    corrupt checkpoint. Needs RLlib installed but starts no Ray.
+    """
+    checkpoint = Path(checkpoint).resolve()
+    manifest = read_checkpoint_manifest(checkpoint, run_id)
+    env, algorithm = _expected_env_and_algorithm(manifest, checkpoint, run_id, env, algorithm)
+
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module_dir, e2m_dir, m2e_dir = component_dirs()
+    module = _restore("RLModule", checkpoint / module_dir, RLModule.from_checkpoint, run_id)
+    e2m = _restore("env-to-module connector", checkpoint / e2m_dir,
+                   ConnectorV2.from_checkpoint, run_id)
+    m2e = _restore("module-to-env connector", checkpoint / m2e_dir,
+                   ConnectorV2.from_checkpoint, run_id)
+    module.eval()
+
+    obs_space, act_space = _env_spaces(env, dict(env_config or {}))
+    _check_spaces_fit_module(module, obs_space, act_space, env, run_id)
     return RestoredPolicy(
         run_id=run_id,
         algorithm=algorithm or type(module).__name__,
@@ -415,7 +429,7 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
         action_low=np.asarray(act_space.low, dtype=np.float32),
         action_high=np.asarray(act_space.high, dtype=np.float32),
         normalize_actions=_normalize_actions(m2e),
-        actions_fn=actions_fn,
+        actions_fn=_deterministic_actions_fn(algorithm),
     )
 
 

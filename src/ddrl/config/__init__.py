@@ -4,6 +4,5 @@ section's defaults merged with the user's values (``sections``), the run's secti
 (``scaling_config``) and the rules between one run's settings (``relations``).
 
 The study, which assembles them into one schema and expands a config into runs, is
-:mod:`ddrl.study`; ``config.study``, ``config.search_space`` and ``config.preflight`` only
-re-export it for callers outside src.
+:mod:`ddrl.study`.
 """

@@ -84,9 +84,7 @@ def search_schema() -> dict[str, Any]:
     bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     return {
         "type": "array",
-        # The old module path (ddrl.config.search_space, a re-export now), kept so that the
-        # schema, and workflow/schemas/config.schema.yaml, stay as they were.
-        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.config.search_space).",
+        "description": "Hyperparameter searches, one algorithm on one env each (ddrl.study.search_space).",
         "items": {
             "type": "object",
             "properties": {
