@@ -32,7 +32,7 @@ def test_private_ray_apis_are_the_documented_ones():
 
 
 def test_result_keys_and_checkpoint_folders_come_from_rllib():
-    from ddrl.agents.policy import component_dirs
+    from ddrl.agents.restore import component_dirs
     from ddrl.training.progress import RESULT_KEYS, SUMMED_RESULT_KEYS
 
     # RLlib 2.60's values, spelled out: a renamed constant upstream shows up here.

@@ -37,12 +37,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ddrl.training import checkpoints
+from ddrl.agents.restore import (ObsFilter, component_dirs, expected_env_and_algorithm,
+                                 normalizes_actions, observation_filter, read_checkpoint_manifest,
+                                 restore_component)
 from ddrl.errors import CheckpointError, ConfigError, DdrlError
 from ddrl.runs import RunFolder, RunSpec
 
 log = logging.getLogger(__name__)
-
 
 
 # What an exported policy file (policy.pt, policy.onnx) says it is, in its ddrl.json metadata.
@@ -61,84 +62,6 @@ def sample_observations(shape: tuple[int, ...], n: int, seed: int = 0) -> np.nda
     scale = rng.choice([0.1, 1.0, 5.0], size=(n, 1)).astype(np.float32)
     return (rng.standard_normal((n, *shape)).astype(np.float32)
             * scale.reshape((n,) + (1,) * len(shape)))
-
-
-def component_dirs() -> tuple[Path, Path, Path]:
-    """(RLModule, env-to-module, module-to-env) folders inside an Algorithm checkpoint, from
-    RLlib's own component names (imported here: ray.rllib takes seconds to import)."""
-    from ray.rllib.core import (
-        COMPONENT_ENV_RUNNER,
-        COMPONENT_ENV_TO_MODULE_CONNECTOR,
-        COMPONENT_LEARNER,
-        COMPONENT_LEARNER_GROUP,
-        COMPONENT_MODULE_TO_ENV_CONNECTOR,
-        COMPONENT_RL_MODULE,
-        DEFAULT_MODULE_ID,
-    )
-
-    return (Path(COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
-                 DEFAULT_MODULE_ID),
-            Path(COMPONENT_ENV_RUNNER, COMPONENT_ENV_TO_MODULE_CONNECTOR),
-            Path(COMPONENT_ENV_RUNNER, COMPONENT_MODULE_TO_ENV_CONNECTOR))
-
-# Env-to-module pieces RLlib adds by default; they only batch and convert, hold no state.
-STATELESS_ENV_TO_MODULE = {
-    "AddObservationsFromEpisodesToBatch",
-    "AddTimeDimToBatchAndZeroPad",
-    "AddStatesFromEpisodesToBatch",
-    "AgentToModuleMapping",
-    "BatchIndividualItems",
-    "NumpyToTensor",
-}
-
-
-@dataclass(frozen=True)
-class ObsFilter:
-    """The frozen state of RLlib's ``MeanStdFilter`` (no more updates)."""
-
-    mean: np.ndarray  # float64, like RLlib's running mean
-    std: np.ndarray  # RLlib's (float32) std, as float64
-    denom: np.ndarray  # what RLlib divides by: std + SMALL_NUMBER in float32, as float64
-    demean: bool
-    destd: bool
-    clip: float | None
-    count: int
-
-    @classmethod
-    def from_connector(cls, connector: Any) -> "ObsFilter":
-        from ray.rllib.utils.filter import SMALL_NUMBER
-
-        filters = getattr(connector, "_filters", None) or {}
-        if set(filters) != {None}:
-            raise CheckpointError(
-                f"MeanStdFilter with agents {sorted(map(str, filters))}: only single-agent "
-                "filters can be restored"
-            )
-        flt = filters[None]
-        stats = flt.running_stats
-        if not hasattr(stats, "mean"):
-            raise CheckpointError("MeanStdFilter over a nested observation space is not supported")
-        return cls(
-            mean=np.asarray(stats.mean, dtype=np.float64).copy(),
-            std=np.asarray(stats.std, dtype=np.float64).copy(),
-            denom=np.asarray(stats.std + SMALL_NUMBER, dtype=np.float64).copy(),
-            demean=bool(flt.demean),
-            destd=bool(flt.destd),
-            clip=float(flt.clip) if flt.clip else None,
-            count=int(stats.n),
-        )
-
-    def apply(self, obs: np.ndarray) -> np.ndarray:
-        """What RLlib's filter does with ``update=False``, in numpy."""
-        dtype = np.asarray(obs).dtype
-        x = np.asarray(obs)
-        if self.demean:
-            x = x - self.mean
-        if self.destd:
-            x = x / self.denom
-        if self.clip:
-            x = np.clip(x, -self.clip, self.clip)
-        return x.astype(dtype)
 
 
 def _squashed_gaussian_mode(module: Any, fwd_out: dict) -> Any:
@@ -276,45 +199,6 @@ class RestoredPolicy:
         }
 
 
-def _restore(what: str, path: Path, loader: Callable[[str], Any], run: str) -> Any:
-    if not path.exists():
-        raise CheckpointError(f"run {run}: checkpoint has no {what} ({path} is missing)")
-    try:
-        return loader(str(path))
-    except CheckpointError:
-        raise
-    except Exception as err:  # unpickling errors come in many types
-        raise CheckpointError(
-            f"run {run}: cannot restore the {what} from {path}: {type(err).__name__}: {err}"
-        ) from err
-
-
-def _obs_filter(pipeline: Any, run: str) -> ObsFilter | None:
-    from ray.rllib.connectors.env_to_module.mean_std_filter import MeanStdFilter
-
-    found = None
-    for piece in getattr(pipeline, "connectors", [pipeline]):
-        name = type(piece).__name__
-        if isinstance(piece, MeanStdFilter):
-            if found is not None:
-                raise CheckpointError(f"run {run}: two MeanStdFilters in the env-to-module "
-                                      "pipeline; ddrl restores one")
-            found = ObsFilter.from_connector(piece)
-        elif name not in STATELESS_ENV_TO_MODULE:
-            raise CheckpointError(
-                f"run {run}: the env-to-module connector {name} is not supported by ddrl's "
-                f"policy restore (known: MeanStdFilter, {', '.join(sorted(STATELESS_ENV_TO_MODULE))})"
-            )
-    return found
-
-
-def _normalize_actions(pipeline: Any) -> bool:
-    for piece in getattr(pipeline, "connectors", [pipeline]):
-        if type(piece).__name__ == "NormalizeAndClipActions":
-            return bool(piece.normalize_actions)
-    return False
-
-
 def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
     from ddrl.envs import make_env
 
@@ -323,43 +207,6 @@ def _env_spaces(env_id: str, env_config: dict[str, Any]) -> tuple[Any, Any]:
         return env.observation_space, env.action_space
     finally:
         env.close()
-
-
-def read_checkpoint_manifest(checkpoint: Path, run_id: str) -> dict[str, Any]:
-    """The ddrl manifest of a run's checkpoint, its files checked; errors name the run."""
-    if not checkpoint.is_dir():
-        raise CheckpointError(f"run {run_id}: no checkpoint at {checkpoint} (train the run first)")
-    try:
-        manifest = checkpoints.read_manifest(checkpoint)
-    except CheckpointError as err:
-        raise CheckpointError(f"run {run_id}: {err}") from None
-    return manifest
-
-
-def _expected_env_and_algorithm(manifest: dict[str, Any], checkpoint: Path, run_id: str,
-                                env: str | None, algorithm: str | None
-                                ) -> tuple[str, str | None]:
-    """The env and algorithm to restore for: the caller's, which must match the manifest's."""
-    trained_env = manifest.get("env")
-    if env and trained_env and trained_env != env:
-        raise ConfigError(
-            f"run {run_id}: checkpoint {checkpoint} was trained on env {trained_env!r}, "
-            f"but the run asks for {env!r}"
-        )
-    trained_algo = manifest.get("algorithm")
-    if algorithm and trained_algo and trained_algo != algorithm:
-        raise ConfigError(
-            f"run {run_id}: checkpoint {checkpoint} was trained with {trained_algo}, "
-            f"but the run asks for {algorithm}"
-        )
-    if manifest.get("run_id") not in (None, run_id):
-        raise CheckpointError(
-            f"run {run_id}: checkpoint {checkpoint} belongs to run {manifest['run_id']}"
-        )
-    env = env or trained_env
-    if not env:
-        raise CheckpointError(f"run {run_id}: checkpoint {checkpoint} does not name its env")
-    return env, algorithm or trained_algo
 
 
 def _check_spaces_fit_module(module: Any, obs_space: Any, act_space: Any, env: str,
@@ -402,17 +249,18 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
     """
     checkpoint = Path(checkpoint).resolve()
     manifest = read_checkpoint_manifest(checkpoint, run_id)
-    env, algorithm = _expected_env_and_algorithm(manifest, checkpoint, run_id, env, algorithm)
+    env, algorithm = expected_env_and_algorithm(manifest, checkpoint, run_id, env, algorithm)
 
     from ray.rllib.connectors.connector_v2 import ConnectorV2
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     module_dir, e2m_dir, m2e_dir = component_dirs()
-    module = _restore("RLModule", checkpoint / module_dir, RLModule.from_checkpoint, run_id)
-    e2m = _restore("env-to-module connector", checkpoint / e2m_dir,
-                   ConnectorV2.from_checkpoint, run_id)
-    m2e = _restore("module-to-env connector", checkpoint / m2e_dir,
-                   ConnectorV2.from_checkpoint, run_id)
+    module = restore_component("RLModule", checkpoint / module_dir, RLModule.from_checkpoint,
+                               run_id)
+    e2m = restore_component("env-to-module connector", checkpoint / e2m_dir,
+                            ConnectorV2.from_checkpoint, run_id)
+    m2e = restore_component("module-to-env connector", checkpoint / m2e_dir,
+                            ConnectorV2.from_checkpoint, run_id)
     module.eval()
 
     obs_space, act_space = _env_spaces(env, dict(env_config or {}))
@@ -425,10 +273,10 @@ def load_policy(checkpoint: str | Path, *, run_id: str, env: str | None = None,
         iteration=int(manifest.get("iteration", -1)),
         env_steps=int(manifest.get("env_steps", -1)),
         module=module,
-        obs_filter=_obs_filter(e2m, run_id),
+        obs_filter=observation_filter(e2m, run_id),
         action_low=np.asarray(act_space.low, dtype=np.float32),
         action_high=np.asarray(act_space.high, dtype=np.float32),
-        normalize_actions=_normalize_actions(m2e),
+        normalize_actions=normalizes_actions(m2e),
         actions_fn=_deterministic_actions_fn(algorithm),
     )
 

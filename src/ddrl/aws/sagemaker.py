@@ -190,35 +190,57 @@ def train_on_sagemaker(
 
     name = _reattachable(sm, record_path, spec, print_fn)
     if name is None:
-        check_instance(spec, settings)
-        check_cost_cap(settings)
-        name = job_name(spec)
-        request = training_job_request(spec, settings, study, name)
-        print_fn(f"ddrl {spec.run_id} SageMaker job {name}: {cost_line(settings)}")
-        sm.create_training_job(**request)
-        atomic.write_json(record_path, {"job_name": name, "run_id": spec.run_id,
-                                        "submitted": dt.datetime.now(dt.timezone.utc).isoformat()})
-        print_fn(f"ddrl {spec.run_id} submitted {name} "
-                 f"(checkpoints: {request['CheckpointConfig']['S3Uri']})")
+        name = _submit_job(sm, record_path, spec, settings, study, print_fn)
+    desc = _wait_until_done(sm, session, name, spec, settings, print_fn, sleep)
+    status = desc["TrainingJobStatus"]
+    if status != "Completed":
+        reason = desc.get("FailureReason", "no reason given")
+        raise SageMakerJobFailed(f"SageMaker job {name} {status}: {reason}")
+    artifact = desc["ModelArtifacts"]["S3ModelArtifacts"]
+    extra = _job_summary(desc, name, settings)
+    return download_run(session.client("s3"), artifact, run_dir, spec.run_id, extra, print_fn)
 
+
+def _submit_job(sm: Any, record_path: Path, spec: RunSpec, settings: SageMakerSettings,
+                study: str, print_fn: Callable[[str], None]) -> str:
+    """Check the instance and the cost cap, create the training job and record its name in
+    ``record_path`` for a later attempt to re-attach to; returns the job name."""
+    check_instance(spec, settings)
+    check_cost_cap(settings)
+    name = job_name(spec)
+    request = training_job_request(spec, settings, study, name)
+    print_fn(f"ddrl {spec.run_id} SageMaker job {name}: {cost_line(settings)}")
+    sm.create_training_job(**request)
+    atomic.write_json(record_path, {"job_name": name, "run_id": spec.run_id,
+                                    "submitted": dt.datetime.now(dt.timezone.utc).isoformat()})
+    print_fn(f"ddrl {spec.run_id} submitted {name} "
+             f"(checkpoints: {request['CheckpointConfig']['S3Uri']})")
+    return name
+
+
+def _wait_until_done(sm: Any, session: Any, name: str, spec: RunSpec,
+                     settings: SageMakerSettings, print_fn: Callable[[str], None],
+                     sleep: Callable[[float], None]) -> dict[str, Any]:
+    """:func:`wait_for_job` with the job's log lines; on Ctrl-C, says how to re-attach to
+    or stop the job, which keeps running."""
     try:
-        desc = wait_for_job(sm, name, settings.poll_s, print_fn=print_fn, sleep=sleep,
+        return wait_for_job(sm, name, settings.poll_s, print_fn=print_fn, sleep=sleep,
                             logs=_log_reader(session, name))
     except KeyboardInterrupt:
         print_fn(f"ddrl {spec.run_id} stopped waiting; SageMaker job {name} keeps running "
                  f"(at most {settings.max_runtime_s} s). Rerun to re-attach, or stop it with "
                  f"`aws sagemaker stop-training-job --training-job-name {name}`")
         raise
-    status = desc["TrainingJobStatus"]
-    if status != "Completed":
-        reason = desc.get("FailureReason", "no reason given")
-        raise SageMakerJobFailed(f"SageMaker job {name} {status}: {reason}")
-    artifact = desc["ModelArtifacts"]["S3ModelArtifacts"]
+
+
+def _job_summary(desc: dict[str, Any], name: str, settings: SageMakerSettings) -> dict[str, Any]:
+    """The ``sagemaker`` entry of the run record: the job, its instances and time, and its
+    estimated and (given a price) billed cost."""
     extra = {
         "backend": "sagemaker",
         "job_name": name,
         "job_arn": desc.get("TrainingJobArn"),
-        "model_artifact": artifact,
+        "model_artifact": desc["ModelArtifacts"]["S3ModelArtifacts"],
         "instance_type": desc.get("ResourceConfig", {}).get("InstanceType"),
         "instance_count": desc.get("ResourceConfig", {}).get("InstanceCount"),
         "spot": bool(desc.get("EnableManagedSpotTraining")),
@@ -229,7 +251,7 @@ def train_on_sagemaker(
     price = settings.prices.get(extra["instance_type"] or "")
     if price is not None and extra["billable_time_s"] is not None:
         extra["billed_cost_usd"] = price * extra["billable_time_s"] / 3600 * (extra["instance_count"] or 1)
-    return download_run(session.client("s3"), artifact, run_dir, spec.run_id, extra, print_fn)
+    return extra
 
 
 def _reattachable(sm: Any, record_path: Path, spec: RunSpec,

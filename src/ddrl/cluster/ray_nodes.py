@@ -132,6 +132,11 @@ def ray_cluster(spec: RunSpec, work_dir: str | Path, *, allocation: Allocation |
         yield address
 
 
+#: Ray reads its token authentication from these; the driver process sets them while its
+#: cluster runs and restores them afterwards.
+_AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")
+
+
 @contextlib.contextmanager
 def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus: int = 0,
                          allocation: Allocation | None = None,
@@ -145,46 +150,25 @@ def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus
 
     alloc = allocation or Allocation.from_env()
     wanted = len(cpus_per_node)
-    if len(alloc.nodes) < wanted:
-        raise SlurmError(f"run asks for {wanted} nodes but the job has {len(alloc.nodes)}: "
-                         f"{', '.join(alloc.nodes)}")
-    nodes = alloc.nodes[:wanted]
+    nodes = _first_nodes(alloc, wanted)
     ports = job_ports(alloc.job_id)
     head = nodes[0]
     address = f"{alloc.addresses[head]}:{ports['port']}"
     state = Path(work_dir) / f"ray-{alloc.job_id}"
     state.mkdir(parents=True, exist_ok=True)
-    token = state / "auth_token"
-    fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
-           "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
-    common = [f"--{k}={v}" for k, v in ports.items() if k != "port"]
-    common += ["--disable-usage-stats", "--block"]
+    token = _write_auth_token(state)
+    env = _ray_process_env(token)
+    saved = {k: os.environ.get(k) for k in _AUTH_VARS}
+    flags = _ray_node_flags(ports)
     procs: list[tuple[str, subprocess.Popen]] = []
-
-    def spawn(name: str, cmd: list[str]) -> None:
-        log = open(state / f"{name}.log", "ab")
-        procs.append((name, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True)))
-
     try:
         tmp = f"/tmp/ddrl-ray-{alloc.job_id}"
-        spawn(f"head-{head}", [
-            _ray_exe(), "start", "--head", f"--node-ip-address={alloc.addresses[head]}",
-            f"--port={ports['port']}", f"--num-cpus={cpus_per_node[0]}",
-            f"--num-gpus={gpus}", "--include-dashboard=false", f"--temp-dir={tmp}-{head}",
-            *common])
+        procs.append(_spawn(f"head-{head}", _head_command(
+            alloc.addresses[head], ports["port"], cpus_per_node[0], gpus, f"{tmp}-{head}", flags),
+            env, state))
         for node, cpus in zip(nodes[1:], cpus_per_node[1:]):
-            spawn(f"worker-{node}", [
-                "srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
-                f"--cpus-per-task={cpus}", "--kill-on-bad-exit=1",
-                _ray_exe(), "start", f"--address={address}",
-                f"--node-ip-address={alloc.addresses[node]}", f"--num-cpus={cpus}",
-                "--num-gpus=0", f"--temp-dir={tmp}-{node}", *common])
+            procs.append(_spawn(f"worker-{node}", _worker_command(
+                node, alloc.addresses[node], address, cpus, f"{tmp}-{node}", flags), env, state))
         print_fn(f"ddrl ray cluster: head {head} at {address}, workers on "
                  f"{', '.join(nodes[1:])}; " + (what or f"CPUs per node {list(cpus_per_node)}"))
         _use_token_in_this_process(token)
@@ -192,18 +176,83 @@ def ray_cluster_on_nodes(cpus_per_node: list[int], work_dir: str | Path, *, gpus
         print_fn(f"ddrl ray cluster: {wanted} nodes up")
         yield address
     finally:
-        with contextlib.suppress(Exception):
-            ray.shutdown()
-        for _, proc in reversed(procs):  # workers first, the head last
-            _stop(proc)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        token.unlink(missing_ok=True)
-        with contextlib.suppress(Exception):
-            _refresh_ray_auth()
+        _tear_down(ray, procs, saved, token)
+
+
+def _first_nodes(alloc: Allocation, wanted: int) -> list[str]:
+    """The first ``wanted`` nodes of the allocation (the head first); fails when it has fewer."""
+    if len(alloc.nodes) < wanted:
+        raise SlurmError(f"run asks for {wanted} nodes but the job has {len(alloc.nodes)}: "
+                         f"{', '.join(alloc.nodes)}")
+    return alloc.nodes[:wanted]
+
+
+def _write_auth_token(state: Path) -> Path:
+    """A fresh random Ray auth token in ``state/auth_token``, readable by its owner only."""
+    token = state / "auth_token"
+    fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secrets.token_hex(32))
+    return token
+
+
+def _ray_process_env(token: Path) -> dict[str, str]:
+    """Environment of the ``ray start`` processes: token auth, no usage stats, and no
+    inherited RAY_ADDRESS."""
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _ray_node_flags(ports: dict[str, int]) -> list[str]:
+    """``ray start`` flags every node shares: the job's ports (but the GCS one) and
+    blocking in the foreground without usage stats."""
+    flags = [f"--{k}={v}" for k, v in ports.items() if k != "port"]
+    return flags + ["--disable-usage-stats", "--block"]
+
+
+def _head_command(ip: str, port: int, cpus: int, gpus: int, temp_dir: str,
+                  flags: list[str]) -> list[str]:
+    """``ray start --head`` on this node, at ``ip:port``."""
+    return [_ray_exe(), "start", "--head", f"--node-ip-address={ip}", f"--port={port}",
+            f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--include-dashboard=false",
+            f"--temp-dir={temp_dir}", *flags]
+
+
+def _worker_command(node: str, ip: str, head_address: str, cpus: int, temp_dir: str,
+                    flags: list[str]) -> list[str]:
+    """``ray start`` of a worker joining ``head_address``, run on ``node`` through srun."""
+    return ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}",
+            f"--cpus-per-task={cpus}", "--kill-on-bad-exit=1",
+            _ray_exe(), "start", f"--address={head_address}", f"--node-ip-address={ip}",
+            f"--num-cpus={cpus}", "--num-gpus=0", f"--temp-dir={temp_dir}", *flags]
+
+
+def _spawn(name: str, cmd: list[str], env: dict[str, str],
+           state: Path) -> tuple[str, subprocess.Popen]:
+    """Start ``cmd`` in its own session, its output appended to ``state/<name>.log``."""
+    log = open(state / f"{name}.log", "ab")
+    return name, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def _tear_down(ray: Any, procs: list[tuple[str, subprocess.Popen]],
+               saved: dict[str, str | None], token: Path) -> None:
+    """Disconnect the driver, stop the Ray processes (workers first, the head last), restore
+    this process's auth variables and remove the token."""
+    with contextlib.suppress(Exception):
+        ray.shutdown()
+    for _, proc in reversed(procs):
+        _stop(proc)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    token.unlink(missing_ok=True)
+    with contextlib.suppress(Exception):
+        _refresh_ray_auth()
 
 
 def _refresh_ray_auth() -> None:

@@ -79,9 +79,63 @@ def experiment_schema() -> dict[str, Any]:
     }
 
 
+def search_space_schema() -> dict[str, Any]:
+    """A search's ``space:``: hyperparameter -> list of choices or one distribution."""
+    bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    return {
+        "type": "object",
+        "minProperties": 1,
+        "description": "hyperparameter -> list of choices, or {uniform|loguniform|"
+                       "randint: [low, high]}",
+        "additionalProperties": {
+            "anyOf": [
+                {"type": "array"},
+                {"type": "object", "properties": {
+                    "uniform": bounds, "loguniform": bounds, "randint": bounds},
+                 "minProperties": 1, "maxProperties": 1,
+                 "additionalProperties": False},
+            ],
+        },
+    }
+
+
+def search_metric_schema() -> dict[str, Any]:
+    """A search's ``metric:``: the progress column that ranks its trials."""
+    return {
+        "type": "object",
+        "properties": {
+            "column": {"type": "string", "default": "episode_return_mean"},
+            "last": {"type": "integer", "minimum": 1, "default": 5,
+                     "description": "mean over the last K iterations"},
+            "mode": {"enum": ["max", "min"], "default": "max"},
+        },
+        "additionalProperties": False,
+    }
+
+
+def search_tune_schema() -> dict[str, Any]:
+    """A search's ``tune:``: settings of a Ray Tune (ASHA) search."""
+    return {
+        "type": "object",
+        "properties": {
+            "time_budget_s": {"type": "number", "exclusiveMinimum": 0},
+            "max_concurrent_trials": {"type": "integer", "minimum": 1, "default": 1},
+            "grace_period": {"type": "integer", "minimum": 1, "default": 1,
+                             "description": "ASHA: iterations before a first cut"},
+            "reduction_factor": {"type": "number", "exclusiveMinimum": 1,
+                                 "default": 3},
+            "num_cpus": {"type": "integer", "minimum": 1,
+                         "description": "CPUs of the private Ray (default: all)"},
+            "nodes": {"type": "integer", "minimum": 1, "default": 1,
+                      "description": "Slurm nodes of the tune job: Ray is started "
+                                     "over them and the trials spread out"},
+        },
+        "additionalProperties": False,
+    }
+
+
 def search_schema() -> dict[str, Any]:
     """``search:`` entries; ddrl.study.search_space checks names and ranges against the registry."""
-    bounds = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     return {
         "type": "array",
         "description": "Hyperparameter searches, one algorithm on one env each (ddrl.study.search_space).",
@@ -101,52 +155,13 @@ def search_schema() -> dict[str, Any]:
                 "hyperparameters": {"type": "object",
                                     "description": "fixed for every trial (over the study's)"},
                 "env_config": {"type": "object"},
-                "space": {
-                    "type": "object",
-                    "minProperties": 1,
-                    "description": "hyperparameter -> list of choices, or {uniform|loguniform|"
-                                   "randint: [low, high]}",
-                    "additionalProperties": {
-                        "anyOf": [
-                            {"type": "array"},
-                            {"type": "object", "properties": {
-                                "uniform": bounds, "loguniform": bounds, "randint": bounds},
-                             "minProperties": 1, "maxProperties": 1,
-                             "additionalProperties": False},
-                        ],
-                    },
-                },
+                "space": search_space_schema(),
                 "num_samples": {"type": "integer", "minimum": 1, "default": 1,
                                 "description": "grid: draws per grid point; tune: trial budget"},
                 "seed": {"type": "integer", "minimum": 0, "default": 0,
                          "description": "seed of the sampler"},
-                "metric": {
-                    "type": "object",
-                    "properties": {
-                        "column": {"type": "string", "default": "episode_return_mean"},
-                        "last": {"type": "integer", "minimum": 1, "default": 5,
-                                 "description": "mean over the last K iterations"},
-                        "mode": {"enum": ["max", "min"], "default": "max"},
-                    },
-                    "additionalProperties": False,
-                },
-                "tune": {
-                    "type": "object",
-                    "properties": {
-                        "time_budget_s": {"type": "number", "exclusiveMinimum": 0},
-                        "max_concurrent_trials": {"type": "integer", "minimum": 1, "default": 1},
-                        "grace_period": {"type": "integer", "minimum": 1, "default": 1,
-                                         "description": "ASHA: iterations before a first cut"},
-                        "reduction_factor": {"type": "number", "exclusiveMinimum": 1,
-                                             "default": 3},
-                        "num_cpus": {"type": "integer", "minimum": 1,
-                                     "description": "CPUs of the private Ray (default: all)"},
-                        "nodes": {"type": "integer", "minimum": 1, "default": 1,
-                                  "description": "Slurm nodes of the tune job: Ray is started "
-                                                 "over them and the trials spread out"},
-                    },
-                    "additionalProperties": False,
-                },
+                "metric": search_metric_schema(),
+                "tune": search_tune_schema(),
             },
             "required": ["algorithm", "env", "budget", "space"],
             "additionalProperties": False,

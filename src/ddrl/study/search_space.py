@@ -247,8 +247,6 @@ def parse_dimension(where: str, algo: Any, name: str, raw: Any) -> Dimension:
 def parse_searches(config: Mapping[str, Any], source: str = "config") -> list[Search]:
     """The ``search`` entries of a schema-valid config, checked against the registry."""
     from ddrl.algorithms import get_algorithm
-    from ddrl.envs import check_env_id
-    from ddrl.training.progress import COLUMNS
 
     searches: list[Search] = []
     seen: dict[str, int] = {}
@@ -264,47 +262,69 @@ def parse_searches(config: Mapping[str, Any], source: str = "config") -> list[Se
                 "them a distinct `name`"
             )
         seen[sid] = i
-        unknown = sorted(set(entry["space"]) - set(algo.params))
-        if unknown:
-            raise ConfigError(
-                f"{where}.space: unknown {algo.name} hyperparameter(s) {unknown}; "
-                f"{algo.name} accepts: {', '.join(sorted(algo.params))}"
-            )
         fixed = {**study_hp.get(algo.name, {}), **entry.get("hyperparameters", {})}
-        unknown = sorted(set(fixed) - set(algo.params))
-        if unknown:
-            raise ConfigError(
-                f"{where}.hyperparameters: unknown {algo.name} hyperparameter(s) {unknown}; "
-                f"{algo.name} accepts: {', '.join(sorted(algo.params))}"
-            )
-        for name, value in entry.get("hyperparameters", {}).items():
-            _check_value(f"{where}.hyperparameters", name, algo.params[name].schema, value)
-        dims = tuple(parse_dimension(where, algo, n, raw) for n, raw in entry["space"].items())
-        metric = Metric(**{**DEFAULT_METRIC, **entry.get("metric", {})})
-        if metric.column not in COLUMNS:
-            raise ConfigError(
-                f"{where}.metric.column: runs do not record {metric.column!r}; "
-                f"progress.csv has: {', '.join(COLUMNS)}"
-            )
-        try:
-            check_env_id(entry["env"])
-        except ConfigError as err:
-            raise ConfigError(f"{where}.env: {err}") from None
-        search = Search(
-            id=sid, kind=entry.get("kind", "grid"), algorithm=algo.name, env=entry["env"],
-            seeds=tuple(entry.get("seeds", [0])), dimensions=dims, fixed=fixed,
-            num_samples=entry.get("num_samples", 1), sampler_seed=entry.get("seed", 0),
-            metric=metric, budget=budget_with_defaults(entry["budget"]),
-            resources=resources_with_defaults(entry.get("resources")),
-            checkpoint_every=entry.get("checkpoint_every", defaults.checkpoint_every),
-            env_config=dict(entry.get("env_config", {})),
-            tune={**DEFAULT_TUNE, **entry.get("tune", {})},
-            _defaults=defaults,
-        )
-        if search.kind == "tune" and len(search.seeds) > 1:
-            raise ConfigError(f"{where}.seeds: a tune search runs one seed per trial; give one seed")
-        searches.append(search)
+        searches.append(_parse_search(where, entry, algo, sid, fixed, defaults))
     return searches
+
+
+def _parse_search(where: str, entry: Mapping[str, Any], algo: Any, sid: str,
+                  fixed: Mapping[str, Any], defaults: RunDefaults) -> Search:
+    """The :class:`Search` of one ``search`` entry (id ``sid``), checked against ``algo``;
+    ``fixed``: the study's hyperparameters for the algorithm, overridden by the entry's."""
+    _check_known_hyperparameters(f"{where}.space", algo, entry["space"])
+    _check_known_hyperparameters(f"{where}.hyperparameters", algo, fixed)
+    for name, value in entry.get("hyperparameters", {}).items():
+        _check_value(f"{where}.hyperparameters", name, algo.params[name].schema, value)
+    dims = tuple(parse_dimension(where, algo, n, raw) for n, raw in entry["space"].items())
+    metric = _parse_metric(where, entry.get("metric", {}))
+    _check_search_env(where, entry["env"])
+    search = Search(
+        id=sid, kind=entry.get("kind", "grid"), algorithm=algo.name, env=entry["env"],
+        seeds=tuple(entry.get("seeds", [0])), dimensions=dims, fixed=fixed,
+        num_samples=entry.get("num_samples", 1), sampler_seed=entry.get("seed", 0),
+        metric=metric, budget=budget_with_defaults(entry["budget"]),
+        resources=resources_with_defaults(entry.get("resources")),
+        checkpoint_every=entry.get("checkpoint_every", defaults.checkpoint_every),
+        env_config=dict(entry.get("env_config", {})),
+        tune={**DEFAULT_TUNE, **entry.get("tune", {})},
+        _defaults=defaults,
+    )
+    if search.kind == "tune" and len(search.seeds) > 1:
+        raise ConfigError(f"{where}.seeds: a tune search runs one seed per trial; give one seed")
+    return search
+
+
+def _check_known_hyperparameters(where: str, algo: Any, names: Iterable[str]) -> None:
+    """Every one of ``names`` is a hyperparameter of ``algo``."""
+    unknown = sorted(set(names) - set(algo.params))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown {algo.name} hyperparameter(s) {unknown}; "
+            f"{algo.name} accepts: {', '.join(sorted(algo.params))}"
+        )
+
+
+def _parse_metric(where: str, raw: Mapping[str, Any]) -> Metric:
+    """A search's ``metric`` over :data:`DEFAULT_METRIC`; its column must be one runs record."""
+    from ddrl.training.progress import COLUMNS
+
+    metric = Metric(**{**DEFAULT_METRIC, **raw})
+    if metric.column not in COLUMNS:
+        raise ConfigError(
+            f"{where}.metric.column: runs do not record {metric.column!r}; "
+            f"progress.csv has: {', '.join(COLUMNS)}"
+        )
+    return metric
+
+
+def _check_search_env(where: str, env: str) -> None:
+    """``env`` is a known env id; the error says which search names it."""
+    from ddrl.envs import check_env_id
+
+    try:
+        check_env_id(env)
+    except ConfigError as err:
+        raise ConfigError(f"{where}.env: {err}") from None
 
 
 # --------------------------------------------------------------------------- feeding back

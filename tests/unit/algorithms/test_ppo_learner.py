@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from ddrl.algorithms.ppo.learner import LeanPPOTorchLearner, minibatch_index_stream
+from ddrl.algorithms.ppo.learner import LeanPPOTorchLearner
+from ddrl.algorithms.ppo.minibatches import minibatch_index_stream
 
 OBS_DIM, ACT_DIM = 3, 2
 LOGGED = ("policy_loss", "vf_loss", "vf_loss_unclipped", "vf_explained_var", "entropy",

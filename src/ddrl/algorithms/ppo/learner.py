@@ -8,11 +8,12 @@ replaces only the loop:
 
 - RLlib's learner connector still builds the train batch (GAE advantages, value targets,
   old-policy logp, the loss mask of the artificial last timestep);
-- the batch becomes tensors once; the minibatch index stream follows RLlib's
-  ``MiniBatchCyclicIterator`` (first epoch in batch order, a fresh permutation from numpy's
-  global RNG at every epoch wrap, minibatches of exactly ``minibatch_size`` that may span an
-  epoch boundary, ``ceil(num_epochs * N / minibatch_size)`` minibatches), gathered once per
-  update so that each minibatch is a slice;
+- the batch becomes tensors once; the minibatch index stream
+  (:mod:`ddrl.algorithms.ppo.minibatches`) follows RLlib's ``MiniBatchCyclicIterator``
+  (first epoch in batch order, a fresh permutation from numpy's global RNG at every epoch
+  wrap, minibatches of exactly ``minibatch_size`` that may span an epoch boundary,
+  ``ceil(num_epochs * N / minibatch_size)`` minibatches), gathered once per update so that
+  each minibatch is a slice;
 - each minibatch: forward, RLlib's PPO loss (clipped surrogate, clipped value loss, entropy,
   adaptive KL term), backward into one flat gradient buffer, RLlib's grad clipping, RLlib's
   non-finite-gradient handling (``nan_to_num``) as one op, a fused (or foreach) Adam step;
@@ -29,7 +30,6 @@ scalers, torch LR schedulers, several optimizers per module.
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 import torch
@@ -56,34 +56,9 @@ from ray.rllib.utils.metrics import (
 )
 from ray.rllib.utils.torch_utils import explained_variance
 
+from ddrl.algorithms.ppo.minibatches import minibatch_index_stream
+
 logger = logging.getLogger(__name__)
-
-
-def minibatch_index_stream(
-    batch_len: int, num_epochs: int, minibatch_size: int | None, shuffle: bool
-) -> np.ndarray:
-    """Row indices of every minibatch of one update, RLlib's schedule, shape (M, size).
-
-    As ``Learner._create_iterator_if_necessary`` + ``MiniBatchCyclicIterator``: no
-    ``minibatch_size`` means whole-batch minibatches; shuffling only with ``num_epochs > 1``;
-    the first epoch runs in batch order, every wrap past the batch end reshuffles (numpy's
-    global RNG, as ``SampleBatch.shuffle``); iteration stops once ``num_epochs`` epochs are
-    covered, so the last minibatch may start the next epoch.
-    """
-    if batch_len < 1:
-        raise ValueError("PPO train batch is empty: nothing to update on")
-    size = minibatch_size or batch_len
-    shuffle = shuffle and num_epochs > 1
-    num_minibatches = max(1, math.ceil(num_epochs * batch_len / size))
-    num_orders = math.ceil(num_minibatches * size / batch_len)
-    order = np.arange(batch_len)
-    orders = []
-    for _ in range(num_orders):
-        orders.append(order)
-        if shuffle:  # each wrap permutes the (already permuted) batch again
-            order = order[np.random.permutation(batch_len)]
-    stream = np.concatenate(orders)[: num_minibatches * size]
-    return stream.reshape(num_minibatches, size)
 
 
 def adam_implementation(device: torch.device) -> dict[str, bool]:
