@@ -24,8 +24,8 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# snakemake --lint (only the exceptions documented in tests/workflow/test_workflow_lint.py) and the
-# packaging checks (environment.yml against pyproject.toml and the lock).
+# snakemake --lint (no lints at all), snakefmt --check workflow/ (tests/workflow/test_workflow_lint.py)
+# and the packaging checks (environment.yml against pyproject.toml and the lock).
 lint: $(STAMP)
 	$(BIN)/python -m pytest -q tests/workflow/test_workflow_lint.py tests/unit/test_packaging.py
 

@@ -7,16 +7,16 @@
 
 rule deploy:
     input:
-        policy=RUN_DIR + "/policy.pt",
-        run=RUN_DIR + "/run.json",
+        policy=f"{RUN_DIR}/policy.pt",
+        run=f"{RUN_DIR}/run.json",
     output:
-        RUN_DIR + "/endpoint.json",
-    envmodules:
-        *ENVMODULES,
+        f"{RUN_DIR}/endpoint.json",
     log:
-        ROOT + "/logs/deploy/{run_id}.log",
+        f"{ROOT}/logs/deploy/{{run_id}}.log",
     localrule: True
     conda:
         CONDA_ENV
+    envmodules:
+        *ENVMODULES,
     script:
         "../scripts/deploy.py"

@@ -1,13 +1,19 @@
-# Validation, the study's runs, and path helpers shared by every stage.
+# Validation, the study's runs, and the paths, input functions and settings that the rules
+# of every stage use. Functions live here, and the rule files hold only rules (the
+# convention `snakemake --lint` checks), so this file holds no rule.
 import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+import ddrl.search.tune as ddrl_tune
+from ddrl.aws.batch import batch_vcpus, on_aws_batch
 from ddrl.cluster import slurm as ddrl_slurm
 from ddrl.config.eval_config import evaluation_settings
 from ddrl.errors import ConfigError
+from ddrl.figures.catalog import CATEGORY as FIGURE_CATEGORY
+from ddrl.figures.catalog import output_key
 from ddrl.study.study import Study, experiment_run_ids
 
 try:
@@ -35,8 +41,11 @@ def experiments_of(run_ids):
 def runs_with(output):
     """Runs whose experiment asks for ``output`` (eval, video, policy; config `outputs:`)."""
     return STUDY.experiment_runs(output=output)
+
+
 ROOT = f"results/{STUDY.name}"
-RUN_DIR = ROOT + "/runs/{run_id}"
+# One run's folder, with its wildcard: f"{RUN_DIR}/run.json" in a rule.
+RUN_DIR = f"{ROOT}/runs/{{run_id}}"
 
 
 wildcard_constraints:
@@ -68,7 +77,8 @@ def run_slurm(key):
     """Input function: one field of the run's Slurm job request (ddrl.cluster.slurm.job_request)."""
     gpu_request = config.get("slurm", {}).get("gpu_request", "gpus")  # a profile sets gres
     return lambda wildcards: ddrl_slurm.job_request(RUNS[wildcards.run_id]).as_resources(
-        gpu_request)[key]
+        gpu_request
+    )[key]
 
 
 # Job runtimes (Slurm minutes) are decided here, by ddrl.cluster.slurm; other rules take the
@@ -78,10 +88,59 @@ def run_runtime(wildcards, attempt):
     return ddrl_slurm.runtime_min(RUNS[wildcards.run_id], attempt)
 
 
-# Software for --sdm conda: one env for every rule (conda: CONDA_ENV), pinned like
+# Software for --sdm conda: one env for all rules (`conda: CONDA_ENV`), pinned like
 # environment.yml; its post-deploy script installs this checkout's ddrl into it.
 CONDA_ENV = "../envs/ddrl.yaml"
 os.environ.setdefault("DDRL_SOURCE", str(Path(workflow.basedir).parent))
+
+
+# train_backend: sagemaker sends the run to a SageMaker job (ddrl.aws.sagemaker); its train
+# job then only waits and downloads, so it takes one thread. The backend is not a param:
+# where a run trains does not change its result, so switching it reruns nothing.
+TRAIN_BACKEND = config.get("train_backend", "local")
+
+
+def train_threads(wildcards):
+    if TRAIN_BACKEND == "sagemaker":
+        return 1
+    if on_aws_batch(workflow):  # Batch takes 1, 2, 4, 8 or 16 vCPUs (ddrl.aws.batch)
+        return batch_vcpus(run_threads(wildcards))
+    return run_threads(wildcards)
+
+
+# Searches (rules/search.smk), by id; a search's folder, with its wildcard.
+SEARCHES = {s.id: s for s in STUDY.searches}
+SEARCH_DIR = f"{ROOT}/search/{{search_id}}"
+
+
+def search_inputs(wildcards):
+    search = SEARCHES[wildcards.search_id]
+    if search.kind == "tune":
+        return {"trials": f"{ROOT}/search/{search.id}/trials.json"}
+    return {"runs": run_files("run.json", STUDY.search_runs[search.id])}
+
+
+def search_definition(wildcards):
+    return SEARCHES[wildcards.search_id].definition()
+
+
+def tune_threads(wildcards):
+    return ddrl_tune.total_cpus(SEARCHES[wildcards.search_id])
+
+
+def tune_slurm(key):
+    """The tune job's Slurm request: tune.nodes nodes, one task and its trials' CPUs each."""
+
+    def get(wildcards):
+        search = SEARCHES[wildcards.search_id]
+        nodes = ddrl_tune.tune_nodes(search)
+        return {
+            "nodes": nodes,
+            "tasks": nodes,
+            "cpus_per_task": ddrl_tune.cpus_per_node(search)[0],
+        }[key]
+
+    return get
 
 
 def search_runtime(wildcards, attempt):
@@ -95,13 +154,14 @@ def search_runtime(wildcards, attempt):
 # that imports ddrl declares `envmodules: *ENVMODULES`; the container applies to all rules.
 ENVMODULES = config.get("software", {}).get("envmodules", [])
 # The image defaults to $DDRL_IMAGE, the one the AWS profile uses (built from Dockerfile).
+# Optional (unset or empty: no image), so read with .get(), not required with `envvars:`.
+DDRL_IMAGE = os.environ.get("DDRL_IMAGE")
 CONTAINER = config.get("software", {}).get("container") or (
-    "docker://" + os.environ["DDRL_IMAGE"] if os.environ.get("DDRL_IMAGE") else None
+    f"docker://{DDRL_IMAGE}" if DDRL_IMAGE else None
 )
 if CONTAINER:
 
     container: CONTAINER
-
 
 
 # Jobs run on this machine (local profile), not on a cluster.
@@ -124,7 +184,9 @@ onstart:
     elif LOCAL_JOBS:
         from ddrl.study.preflight import check_local_cpus
 
-        training = {j.wildcards.run_id for j in workflow.dag.needrun_jobs() if j.rule.name == "train"}
+        training = {
+            j.wildcards.run_id for j in workflow.dag.needrun_jobs() if j.rule.name == "train"
+        }
         try:
             check_local_cpus({r: RUNS[r] for r in training})
         except ConfigError as err:
@@ -148,17 +210,53 @@ def run_files(name, run_ids=None):
     return [f"{ROOT}/runs/{r}/{name}" for r in (EXPERIMENT_RUNS if run_ids is None else run_ids)]
 
 
-SEARCH_OUTPUTS = ["leaderboard.csv", "leaderboard.md", "best.yaml", "parameters.pdf", "parameters.png"]
+def figure_outputs(name):
+    """Figure ``name`` as pdf, png (in the report) and csv (its plotted data), by output key."""
+    stem = f"{ROOT}/figures/{name}"
+    return {
+        output_key(name, "pdf"): f"{stem}.pdf",
+        output_key(name, "png"): report(
+            f"{stem}.png",
+            caption=f"../report/{name}.rst",
+            category=FIGURE_CATEGORY[name],
+            subcategory="Figures",
+        ),
+        output_key(name, "csv"): f"{stem}.csv",  # the plotted data (source data)
+    }
+
+
+def table_outputs(name, caption, category="Scaling", subcategory=None):
+    """Table ``name`` as csv (in the report) + md + tex, by output key."""
+    stem = f"{ROOT}/tables/{name}"
+    return {
+        name: report(
+            f"{stem}.csv",
+            caption=f"../report/{caption}.rst",
+            category=category,
+            subcategory=subcategory or "Tables",
+        ),
+        f"{name}_md": f"{stem}.md",
+        f"{name}_tex": f"{stem}.tex",
+    }
+
+
+SEARCH_OUTPUTS = [
+    "leaderboard.csv",
+    "leaderboard.md",
+    "best.yaml",
+    "parameters.pdf",
+    "parameters.png",
+]
 
 
 def search_targets():
-    """Every search's summary files (rule search_summary), for `rule all` and `rule search`."""
+    """Every search's summary files (rule search_summary), for the rules all and search."""
     return [f"{ROOT}/search/{s.id}/{name}" for s in STUDY.searches for name in SEARCH_OUTPUTS]
 
 
 def all_targets():
-    """The files `rule all` asks for: the one list of final targets, read at the end of the
-    Snakefile (after every rule file), so include order does not matter."""
+    """The files the rule all asks for (the one list of final targets), read at the end of
+    the Snakefile (after every rule file), so include order does not matter."""
     # While every experiment waits for a search's best.yaml (hyperparameters_from), only the
     # searches can be built; the next invocation trains the experiments and the rest.
     if STUDY.deferred and not EXPERIMENT_RUNS:
@@ -169,9 +267,11 @@ def all_targets():
         targets += [*run_files("eval.json", evaluated), *rules.returns_table.output]
     if evaluation_settings(config)["intermediate"]:
         targets += run_files("eval_curve.csv", evaluated)
-    targets += [*run_files("video.mp4", runs_with("video")),
-                *run_files("frames.png", runs_with("video")),
-                *run_files("policy.pt", runs_with("policy"))]
+    targets += [
+        *run_files("video.mp4", runs_with("video")),
+        *run_files("frames.png", runs_with("video")),
+        *run_files("policy.pt", runs_with("policy")),
+    ]
     if EXPORT["onnx"]:
         targets += run_files("policy.onnx", runs_with("policy"))
     if TIMING_RUNS:

@@ -7,18 +7,22 @@ rule cost:
         progress=run_files("progress.csv"),
         runs=run_files("run.json"),
     output:
-        csv=report(ROOT + "/tables/cost.csv", caption="../report/cost_table.rst",
-                   category="Cost", subcategory="Tables"),
-        md=ROOT + "/tables/cost.md",
-        tex=ROOT + "/tables/cost.tex",
+        csv=report(
+            f"{ROOT}/tables/cost.csv",
+            caption="../report/cost_table.rst",
+            category="Cost",
+            subcategory="Tables",
+        ),
+        md=f"{ROOT}/tables/cost.md",
+        tex=f"{ROOT}/tables/cost.tex",
+    log:
+        f"{ROOT}/logs/cost.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
     params:
         cost=config.get("cost", {}),
         experiments=experiments_of(EXPERIMENT_RUNS),
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/cost.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/cost.py"

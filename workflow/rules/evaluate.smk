@@ -7,40 +7,40 @@ EVALUATION = evaluation_settings(config)
 
 rule evaluate:
     input:
-        run=RUN_DIR + "/run.json",
-        checkpoint=RUN_DIR + "/checkpoint",
+        run=f"{RUN_DIR}/run.json",
+        checkpoint=f"{RUN_DIR}/checkpoint",
     output:
-        RUN_DIR + "/eval.json",
+        f"{RUN_DIR}/eval.json",
+    log:
+        f"{ROOT}/logs/evaluate/{{run_id}}.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
+    threads: 1
     params:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
-    threads: 1
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/evaluate/{run_id}.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/evaluate.py"
 
 
 rule evaluate_curve:
     input:
-        run=RUN_DIR + "/run.json",
-        checkpoint=RUN_DIR + "/checkpoint",
+        run=f"{RUN_DIR}/run.json",
+        checkpoint=f"{RUN_DIR}/checkpoint",
     output:
-        RUN_DIR + "/eval_curve.csv",
+        f"{RUN_DIR}/eval_curve.csv",
+    log:
+        f"{ROOT}/logs/evaluate_curve/{{run_id}}.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
+    threads: 1
     params:
         spec=run_spec,
         episodes=EVALUATION["episodes"],
-    threads: 1
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/evaluate_curve/{run_id}.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/evaluate_curve.py"
 
@@ -50,19 +50,19 @@ rule returns_table:
         evals=run_files("eval.json", runs_with("eval")),
     output:
         csv=report(
-            ROOT + "/tables/returns.csv",
+            f"{ROOT}/tables/returns.csv",
             caption="../report/returns.rst",
             category="Agents",
             subcategory="Evaluation returns",
         ),
-        md=ROOT + "/tables/returns.md",
-    params:
-        experiments=experiments_of(runs_with("eval")),
-    envmodules:
-        *ENVMODULES,
+        md=f"{ROOT}/tables/returns.md",
     log:
-        ROOT + "/logs/returns_table.log",
+        f"{ROOT}/logs/returns_table.log",
     conda:
         CONDA_ENV
+    envmodules:
+        *ENVMODULES,
+    params:
+        experiments=experiments_of(runs_with("eval")),
     script:
         "../scripts/returns_table.py"

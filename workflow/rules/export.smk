@@ -8,21 +8,21 @@ EXPORT = export_settings(config)
 
 rule export:
     input:
-        run=RUN_DIR + "/run.json",
-        checkpoint=RUN_DIR + "/checkpoint",
-        curve=[RUN_DIR + "/eval_curve.csv"] if EXPORT["checkpoint"] == "best" else [],
+        run=f"{RUN_DIR}/run.json",
+        checkpoint=f"{RUN_DIR}/checkpoint",
+        curve=[f"{RUN_DIR}/eval_curve.csv"] if EXPORT["checkpoint"] == "best" else [],
     output:
-        RUN_DIR + "/policy.pt",
-        *([RUN_DIR + "/policy.onnx"] if EXPORT["onnx"] else []),
+        f"{RUN_DIR}/policy.pt",
+        *([f"{RUN_DIR}/policy.onnx"] if EXPORT["onnx"] else []),
+    log:
+        f"{ROOT}/logs/export/{{run_id}}.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
+    threads: 1
     params:
         spec=run_spec,
         export=EXPORT,
-    threads: 1
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/export/{run_id}.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/export.py"

@@ -6,34 +6,34 @@ RENDER = render_settings(config)
 
 rule render:
     input:
-        run=RUN_DIR + "/run.json",
-        checkpoint=RUN_DIR + "/checkpoint",
-        curve=[RUN_DIR + "/eval_curve.csv"] if RENDER["checkpoint"] == "best" else [],
+        run=f"{RUN_DIR}/run.json",
+        checkpoint=f"{RUN_DIR}/checkpoint",
+        curve=[f"{RUN_DIR}/eval_curve.csv"] if RENDER["checkpoint"] == "best" else [],
     output:
         mp4=report(
-            RUN_DIR + "/video.mp4",
+            f"{RUN_DIR}/video.mp4",
             caption="../report/video.rst",
             category="Agents",
             subcategory="Videos",
             labels={"run": "{run_id}"},
         ),
-        gif=RUN_DIR + "/video.gif",
+        gif=f"{RUN_DIR}/video.gif",
         png=report(
-            RUN_DIR + "/frames.png",
+            f"{RUN_DIR}/frames.png",
             caption="../report/frames.rst",
             category="Agents",
             subcategory="Frame strips",
             labels={"run": "{run_id}"},
         ),
+    log:
+        f"{ROOT}/logs/render/{{run_id}}.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
+    threads: 1
     params:
         spec=run_spec,
         settings=RENDER,
-    threads: 1
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/render/{run_id}.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/render.py"

@@ -1,17 +1,7 @@
 # Iteration times into tables: speedup and efficiency (thesis Tables 6-8), the per-task
 # breakdown, Amdahl fits, our speedups next to the thesis's, and each run's provenance.
-# CSV for data (and the report), Markdown for READMEs, LaTeX booktabs for papers.
-
-
-def _table(name, caption, category="Scaling", subcategory=None):
-    """``name`` as csv (in the report) + md + tex."""
-    stem = f"{ROOT}/tables/{name}"
-    return {
-        name: report(stem + ".csv", caption=f"../report/{caption}.rst", category=category,
-                     subcategory=subcategory or "Tables"),
-        f"{name}_md": stem + ".md",
-        f"{name}_tex": stem + ".tex",
-    }
+# CSV for data (and the report), Markdown for READMEs, LaTeX booktabs for papers: each
+# table's outputs are table_outputs() in rules/common.smk.
 
 
 rule scaling:
@@ -19,21 +9,21 @@ rule scaling:
         progress=run_files("progress.csv", TIMING_RUNS),
         runs=run_files("run.json", TIMING_RUNS),
     output:
-        **_table("speedup", "speedup_table"),
-        **_table("breakdown", "breakdown_table"),
-        **_table("amdahl", "amdahl_table"),
-        **_table("thesis_comparison", "thesis_comparison_table"),
-        **_table("update_schedules", "update_schedules_table"),
-        **_table("runs", "runs_table", category="Provenance", subcategory="Runs"),
+        **table_outputs("speedup", "speedup_table"),
+        **table_outputs("breakdown", "breakdown_table"),
+        **table_outputs("amdahl", "amdahl_table"),
+        **table_outputs("thesis_comparison", "thesis_comparison_table"),
+        **table_outputs("update_schedules", "update_schedules_table"),
+        **table_outputs("runs", "runs_table", category="Provenance", subcategory="Runs"),
+    log:
+        f"{ROOT}/logs/scaling.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
     params:
         settings=config.get("scaling", {}),
         experiments=experiments_of(TIMING_RUNS),
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/scaling.log",
-    conda:
-        CONDA_ENV
     script:
         "../scripts/scaling.py"
 
@@ -44,14 +34,14 @@ rule learning_returns:
         progress=run_files("progress.csv", LEARNING_RUNS),
         runs=run_files("run.json", LEARNING_RUNS),
     output:
-        **_table("learning_returns", "learning_returns_table", category="Learning"),
-    params:
-        experiments=experiments_of(LEARNING_RUNS),
-    envmodules:
-        *ENVMODULES,
+        **table_outputs("learning_returns", "learning_returns_table", category="Learning"),
+    log:
+        f"{ROOT}/logs/learning_returns.log",
     conda:
         CONDA_ENV
-    log:
-        ROOT + "/logs/learning_returns.log",
+    envmodules:
+        *ENVMODULES,
+    params:
+        experiments=experiments_of(LEARNING_RUNS),
     script:
         "../scripts/learning_returns.py"

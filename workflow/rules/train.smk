@@ -1,32 +1,21 @@
 # Train one run per job. A rerun of a killed job resumes from its newest checkpoint, which
-# lives in work/ (not an output, so Snakemake never deletes it).
-
-
-# train_backend: sagemaker sends the run to a SageMaker job (ddrl.aws.sagemaker); this job
-# then only waits and downloads, so it takes one thread. The backend is not a param: where
-# a run trains does not change its result, so switching it reruns nothing.
-from ddrl.aws.batch import batch_vcpus, on_aws_batch
-
-TRAIN_BACKEND = config.get("train_backend", "local")
-
-
-def train_threads(wildcards):
-    if TRAIN_BACKEND == "sagemaker":
-        return 1
-    if on_aws_batch(workflow):  # Batch takes 1, 2, 4, 8 or 16 vCPUs (ddrl.aws.batch)
-        return batch_vcpus(run_threads(wildcards))
-    return run_threads(wildcards)
+# lives in work/ (not an output, so Snakemake never deletes it). Its threads and Slurm
+# request come from rules/common.smk (train_threads, run_slurm; train_backend: sagemaker).
 
 
 rule train:
     input:
         run_inputs,
     output:
-        progress=RUN_DIR + "/progress.csv",
-        run=RUN_DIR + "/run.json",
-        checkpoint=directory(RUN_DIR + "/checkpoint"),
-    params:
-        spec=run_spec,
+        progress=f"{RUN_DIR}/progress.csv",
+        run=f"{RUN_DIR}/run.json",
+        checkpoint=directory(f"{RUN_DIR}/checkpoint"),
+    log:
+        f"{ROOT}/logs/train/{{run_id}}.log",
+    conda:
+        CONDA_ENV
+    envmodules:
+        *ENVMODULES,
     threads: train_threads
     resources:
         # --gpus=N or, with slurm.gpu_request: gres (profiles/slurm-cte-power), --gres=gpu:N
@@ -41,11 +30,7 @@ rule train:
         tasks=run_slurm("tasks"),
         cpus_per_task=run_slurm("cpus_per_task"),
         runtime=run_runtime,
-    envmodules:
-        *ENVMODULES,
-    log:
-        ROOT + "/logs/train/{run_id}.log",
-    conda:
-        CONDA_ENV
+    params:
+        spec=run_spec,
     script:
         "../scripts/train.py"
