@@ -145,7 +145,7 @@ def tune_slurm(key):
 
 def search_runtime(wildcards, attempt):
     """Minutes for a tune job: its time budget, else trials x their time limit."""
-    search = next(s for s in STUDY.searches if s.id == wildcards.search_id)
+    search = SEARCHES[wildcards.search_id]
     return ddrl_slurm.tune_runtime_min(search, attempt)
 
 
