@@ -8,22 +8,16 @@ import pytest
 
 from ddrl.algorithms import get_algorithm
 from ddrl.algorithms.offpolicy import POLICY_LAG_KEY
-from ddrl.config.schema import RESOURCES
-from ddrl.errors import ConfigError
 from ddrl.runs import RunSpec
 from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 
 def _spec(runners: int, **hp) -> RunSpec:
-    res = {k: v["default"] for k, v in RESOURCES["properties"].items()}
-    res["num_env_runners"] = runners
     hyper = {"num_steps_sampled_before_learning_starts": 256, "timesteps_per_iteration": 256,
              "fcnet_hiddens": [16], "train_batch_size": 32, **hp}
-    return RunSpec(algorithm="SAC", env="Pendulum-v1", seed=0, resources=res,
-                   budget={"env_steps": 1},
-                   hyperparameters=get_algorithm("SAC").resolve(hyper),
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1})
+    return unit_spec("SAC", hyper, seed=0, env_steps=1, num_env_runners=runners)
 
 
 def _lags(spec: RunSpec, iterations: int = 4) -> list[float]:

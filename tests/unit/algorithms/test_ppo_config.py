@@ -8,18 +8,13 @@ import pytest
 import torch
 
 from ddrl.algorithms import get_algorithm
-from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 
 def _spec(env: str, **hp) -> RunSpec:
-    resources = {k: v["default"] for k, v in RESOURCES["properties"].items()}
-    return RunSpec(
-        algorithm="PPO", env=env, seed=3, resources=resources, budget={"env_steps": 1000},
-        hyperparameters=get_algorithm("PPO").resolve(hp),
-        fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1},
-    )
+    return unit_spec("PPO", hp, env=env)
 
 
 def _module(spec: RunSpec):

@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ddrl.algorithms import get_algorithm
 from ddrl.algorithms.offpolicy import REPLAY_BUFFER_STATE
-from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
 from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 SMALL = {"train_batch_size": 32, "num_steps_sampled_before_learning_starts": 64,
          "timesteps_per_iteration": 128, "rollout_fragment_length": 32,
@@ -19,16 +18,10 @@ SMALL = {"train_batch_size": 32, "num_steps_sampled_before_learning_starts": 64,
 
 
 def _spec(algorithm: str, store: bool | None) -> RunSpec:
-    resources = {**{k: v["default"] for k, v in RESOURCES["properties"].items()},
-                 "num_env_runners": 0}
-    ft = {"max_env_runner_restarts": 0, "restart_delay_s": 1}
-    if store is not None:
-        ft["store_buffer_in_checkpoints"] = store
+    ft = {} if store is None else {"store_buffer_in_checkpoints": store}
     hp = {**SMALL, "actor_hiddens": [16], "critic_hiddens": [16]} if algorithm == "TD3" \
         else {**SMALL, "fcnet_hiddens": [16]}
-    return RunSpec(algorithm=algorithm, env="Pendulum-v1", seed=3, resources=resources,
-                   budget={"env_steps": 1000},
-                   hyperparameters=get_algorithm(algorithm).resolve(hp), fault_tolerance=ft)
+    return unit_spec(algorithm, hp, fault_tolerance=ft, num_env_runners=0)
 
 
 def test_the_setting_is_absent_by_default_and_keeps_run_ids():
@@ -85,11 +78,7 @@ def test_a_device_buffer_is_refused_and_a_gpu_run_stores_on_the_host():
 def test_ppo_refuses_the_setting():
     from ddrl.errors import ConfigError
 
-    spec = RunSpec(algorithm="PPO", env="Pendulum-v1", seed=3,
-                   resources={k: v["default"] for k, v in RESOURCES["properties"].items()},
-                   budget={"env_steps": 1000}, hyperparameters=get_algorithm("PPO").resolve({}),
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1,
-                                    "store_buffer_in_checkpoints": True})
+    spec = unit_spec("PPO", fault_tolerance={"store_buffer_in_checkpoints": True})
     with pytest.raises(ConfigError, match="PPO has no replay buffer"):
         build_algorithm_config(spec)
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddrl.algorithms import get_algorithm
 from ddrl.algorithms.replay import COLUMNS, episode_transitions
-from ddrl.config.schema import RESOURCES
 from ddrl.envs import make_env
-from ddrl.runs import RunSpec
 from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 ENV, SEED, FRAGMENTS, FRAGMENT = "HopperBulletEnv-v0", 3, 12, 64
 
@@ -24,13 +22,9 @@ ENV, SEED, FRAGMENTS, FRAGMENT = "HopperBulletEnv-v0", 3, 12, 64
 def _runner_episodes() -> list[dict[str, np.ndarray]]:
     """The local env runner's chunks (uniform warm-up actions), joined per episode, in the
     order the episodes started."""
-    res = {k: v["default"] for k, v in RESOURCES["properties"].items()}
-    res["num_env_runners"] = 0
-    hp = get_algorithm("SAC").resolve({"num_steps_sampled_before_learning_starts": 10 ** 6,
-                                       "warmup_actions": "uniform", "fcnet_hiddens": [16]})
-    spec = RunSpec(algorithm="SAC", env=ENV, seed=SEED, resources=res, budget={"env_steps": 1},
-                   hyperparameters=hp,
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1})
+    spec = unit_spec("SAC", {"num_steps_sampled_before_learning_starts": 10 ** 6,
+                             "warmup_actions": "uniform", "fcnet_hiddens": [16]},
+                     env=ENV, seed=SEED, env_steps=1, num_env_runners=0)
     with ray_session(num_cpus=1):
         algo = build_algorithm_config(spec).build_algo()
         try:

@@ -7,15 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ddrl.algorithms import get_algorithm
 from ddrl.algorithms.offpolicy import SharedCores
 from ddrl.algorithms.sac.sac import FastSACConfig
-from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
 from ddrl.algorithms.threads import LEARNER_THREAD_MODE_ENV, learner_thread_mode
 from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
 from helpers.offpolicy import random_transitions
+from helpers.specs import unit_spec
 
 pytestmark = pytest.mark.usefixtures("restore_torch_threads")
 
@@ -86,14 +85,10 @@ def test_the_learner_calls_the_hook_before_every_update():
 
 
 def _spec(runners: int) -> RunSpec:
-    resources = {**{k: v["default"] for k, v in RESOURCES["properties"].items()},
-                 "num_env_runners": runners}
     hp = {"train_batch_size": 16, "num_steps_sampled_before_learning_starts": 32,
           "timesteps_per_iteration": 64, "rollout_fragment_length": 8, "updates_per_step": 8.0,
           "replay_buffer_capacity": 10_000, "fcnet_hiddens": [32, 32]}
-    return RunSpec(algorithm="SAC", env="Pendulum-v1", seed=3, resources=resources,
-                   budget={"env_steps": 1000}, hyperparameters=get_algorithm("SAC").resolve(hp),
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1})
+    return unit_spec("SAC", hp, num_env_runners=runners)
 
 
 def test_a_local_learner_yields_a_core_while_its_remote_runner_samples(monkeypatch):

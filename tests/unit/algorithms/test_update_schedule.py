@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from ddrl.algorithms import get_algorithm
-from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 
 def _spec(algorithm: str, schedule: str, **hp) -> RunSpec:
-    resources = {k: v["default"] for k, v in RESOURCES["properties"].items()}
-    return RunSpec(
-        algorithm=algorithm, env="Pendulum-v1", seed=3, resources=resources,
-        budget={"env_steps": 1000},
-        hyperparameters=get_algorithm(algorithm).resolve({"update_schedule": schedule, **hp}),
-        fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1},
-    )
+    return unit_spec(algorithm, {"update_schedule": schedule, **hp})
 
 
 @pytest.mark.parametrize("algorithm", ["SAC", "TD3"])

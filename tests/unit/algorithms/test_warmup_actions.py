@@ -9,11 +9,10 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from ddrl.algorithms import get_algorithm
-from ddrl.config.schema import RESOURCES
 from ddrl.runs import RunSpec
 from ddrl.training.runtime import ray_session
 from ddrl.training.train import build_algorithm_config
+from helpers.specs import unit_spec
 
 SMALL = {"train_batch_size": 32, "num_steps_sampled_before_learning_starts": 256,
          "timesteps_per_iteration": 128, "rollout_fragment_length": 32,
@@ -21,14 +20,9 @@ SMALL = {"train_batch_size": 32, "num_steps_sampled_before_learning_starts": 256
 
 
 def _spec(algorithm: str, **hp) -> RunSpec:
-    resources = {**{k: v["default"] for k, v in RESOURCES["properties"].items()},
-                 "num_env_runners": 0}
     net = {"actor_hiddens": [16], "critic_hiddens": [16]} if algorithm == "TD3" \
         else {"fcnet_hiddens": [16]}
-    return RunSpec(algorithm=algorithm, env="Pendulum-v1", seed=3, resources=resources,
-                   budget={"env_steps": 1000},
-                   hyperparameters=get_algorithm(algorithm).resolve({**SMALL, **net, **hp}),
-                   fault_tolerance={"max_env_runner_restarts": 0, "restart_delay_s": 1})
+    return unit_spec(algorithm, {**SMALL, **net, **hp}, num_env_runners=0)
 
 
 def _module(spec: RunSpec):
