@@ -6,7 +6,8 @@ episodes at a return of ~800-900, the alive bonus alone) and one of diving forwa
 falling (~60-120 steps, return ~150-250) before they hop; some stay in the dive for most of
 the budget. This counts, per run of a bench/learning_locomotion.py output folder, the
 evaluations after ``--after`` env steps whose mean episode length is below ``--short``
-steps, and the longest stretch of consecutive such evaluations in env steps::
+steps, the longest stretch of consecutive such evaluations in env steps, and how well the
+gait is kept once found (the mean return after the first evaluation at ``--threshold``)::
 
     PYTHONPATH=src:bench python bench/investigations/hopper_falls.py \\
         --out /work/locomotion-runs --config config/bench-locomotion.yaml \\
@@ -45,6 +46,18 @@ def falls(curve: Sequence[Mapping[str, Any]], after: int, short: float) -> dict[
     return {"falling": sum(falling), "evaluations": len(rows), "longest_steps": int(longest)}
 
 
+def held(curve: Sequence[Mapping[str, Any]], threshold: float) -> tuple[int | None, float]:
+    """Env steps of the first evaluation at or above ``threshold`` (None if never) and the
+    mean return of the evaluations after it (NaN if none): how well a gait, once found, is
+    kept."""
+    rows = sorted(curve, key=lambda r: int(r["env_steps"]))
+    for i, r in enumerate(rows):
+        if float(r["return_mean"]) >= threshold:
+            later = [float(x["return_mean"]) for x in rows[i + 1:]]
+            return int(r["env_steps"]), (sum(later) / len(later) if later else float("nan"))
+    return None, float("nan")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="a folder of <framework>/<run_id>/curve.csv")
@@ -54,22 +67,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--after", type=int, default=20_000, help="ignore evaluations up to here")
     p.add_argument("--short", type=float, default=150.0,
                    help="an evaluation falls when its mean episode length is below this")
+    p.add_argument("--threshold", type=float, default=1500.0,
+                   help="a gait is found at the first evaluation at or above this return")
     args = p.parse_args(argv)
     runs = [rid for rid, s in ll.study_runs(args.config).items()
             if s.algorithm == args.algorithm and s.env == args.env]
     rows = ll.read_curves(Path(args.out), runs) + ll.read_shared_sb3(
         Path(args.out), {rid: ll.study_runs(args.config)[rid] for rid in runs})
     print("| framework | seed | return / mean episode length at each evaluation | falling "
-          "evaluations | longest falling stretch (env steps) |")
-    print("|---|---|---|---|---|")
+          "evaluations | longest falling stretch (env steps) | first at the threshold (env steps) "
+          "| mean return after it |")
+    print("|---|---|---|---|---|---|---|")
     for (_, _, seed, fw), curve in sorted(ll.cell_runs(rows).items(), key=lambda kv: (kv[0][3],
                                                                                        kv[0][2])):
         curve = sorted(curve, key=lambda r: int(r["env_steps"]))
         f = falls(curve, args.after, args.short)
         points = " ".join(f"{float(r['return_mean']):.0f}/{float(r['length_mean']):.0f}"
                           for r in curve)
+        found, after = held(curve, args.threshold)
         print(f"| {fw} | {seed} | {points} | {f['falling']} of {f['evaluations']} | "
-              f"{f['longest_steps']:,} |")
+              f"{f['longest_steps']:,} | {'never' if found is None else f'{found:,}'} | "
+              f"{'-' if after != after else f'{after:.0f}'} |")
     return 0
 
 

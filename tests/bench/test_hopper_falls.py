@@ -28,6 +28,15 @@ def test_a_run_that_ends_falling_counts_its_last_stretch_and_none_is_zero():
         "falling": 0, "evaluations": 2, "longest_steps": 0}
 
 
+def test_a_gait_is_held_by_the_mean_return_after_its_first_crossing():
+    curve = _curve([(10_000, 20, 8), (20_000, 1600, 1000), (30_000, 400, 200),
+                    (40_000, 2000, 1000)])
+    assert hopper_falls.held(curve, 1500) == (20_000, 1200.0)
+    found, after = hopper_falls.held(curve, 1900)
+    assert found == 40_000 and after != after  # nothing after the crossing: NaN
+    assert hopper_falls.held(curve, 5000)[0] is None
+
+
 def test_the_table_has_one_row_per_framework_and_seed(tmp_path, capsys):
     import learning_locomotion as ll
 
@@ -48,5 +57,5 @@ def test_the_table_has_one_row_per_framework_and_seed(tmp_path, capsys):
                             "return_mean": 900.0 if n == 1000 else 150.0, "length_mean": n})
     assert hopper_falls.main(["--out", str(tmp_path)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    assert rows[1:] == ["| ddrl | 1 | 900/1000 150/90 | 1 of 2 | 10,000 |",
-                        "| sb3 | 1 | 900/1000 900/1000 | 0 of 2 | 0 |"]
+    assert rows[1:] == ["| ddrl | 1 | 900/1000 150/90 | 1 of 2 | 10,000 | never | - |",
+                        "| sb3 | 1 | 900/1000 900/1000 | 0 of 2 | 0 | never | - |"]
