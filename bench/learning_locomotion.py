@@ -678,6 +678,31 @@ def plot_series(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, list
     return series
 
 
+# From this many seeds of a framework in one cell, the figure draws each seed thin and their
+# mean thick (one legend entry), so that eight seeds a side stay readable.
+MEAN_FROM_SEEDS = 3
+
+
+def seed_means(series: Mapping[tuple, Mapping[str, list[float]]]
+               ) -> dict[tuple, dict[str, Any]]:
+    """(algorithm, env, framework) -> the mean over its seeds of the return and training
+    seconds at the env steps every one of its seeds evaluated, and the seed count; only
+    for cells with at least :data:`MEAN_FROM_SEEDS` seeds of that framework."""
+    groups: dict[tuple, list[Mapping[str, list[float]]]] = {}
+    for (algo, env, fw, _seed), line in series.items():
+        groups.setdefault((algo, env, fw), []).append(line)
+    out = {}
+    for key, lines in groups.items():
+        if len(lines) < MEAN_FROM_SEEDS or key[2] == BEFORE:
+            continue
+        grid = sorted(set.intersection(*(set(line["env_steps"]) for line in lines)))
+        at = [{x: i for i, x in enumerate(line["env_steps"])} for line in lines]
+        out[key] = {"env_steps": grid, "seeds": len(lines),
+                    **{k: [float(np.mean([line[k][a[x]] for line, a in zip(lines, at)]))
+                           for x in grid] for k in ("return_mean", "train_s")}}
+    return out
+
+
 def evaluation_episodes_label(rows: Sequence[Mapping[str, Any]]) -> str:
     """How many deterministic episodes each plotted point averages, from the rows themselves
     ("10", or "5-10" when the runs differ; "?" when no row says)."""
@@ -687,7 +712,9 @@ def evaluation_episodes_label(rows: Sequence[Mapping[str, Any]]) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
-def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
+def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> dict[tuple, list[str]]:
+    """The figure: return against env steps (top) and training time (bottom), one column per
+    cell. Returns each cell's legend labels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -695,20 +722,29 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
 
     cells = sorted({(r["algorithm"], r["env"]) for r in rows})
     if not cells:
-        return
+        return {}
     fig, axes = plt.subplots(2, len(cells), figsize=(3.6 * len(cells), 6.2), squeeze=False)
     styles = {"ddrl": ("tab:blue", "o-"), "sb3": ("tab:orange", "o-"),
               BEFORE: ("tab:gray", "o--")}
-    for (algo, env, fw, seed), line in plot_series(rows).items():
+    series = plot_series(rows)
+    means = seed_means(series)
+
+    def draw(j: int, line: Mapping[str, list[float]], style: str, **kw: Any) -> None:
+        axes[0, j].plot([x / 1e3 for x in line["env_steps"]], line["return_mean"], style, **kw)
+        axes[1, j].plot([t / 60 for t in line["train_s"]], line["return_mean"], style, **kw)
+
+    for (algo, env, fw, seed), line in series.items():
         j = cells.index((algo, env))
         color, style = styles[fw]
+        if (algo, env, fw) in means:  # one thin line per seed under the mean
+            draw(j, line, "-", lw=0.7, alpha=0.35, color=color)
+            continue
         if seed != 1 and fw != BEFORE:  # later seeds: same colour, other marker and dash
             style = "s:"
-        label = f"{fw} s{seed}"
-        axes[0, j].plot([x / 1e3 for x in line["env_steps"]], line["return_mean"], style,
-                        ms=3, color=color, label=label)
-        axes[1, j].plot([t / 60 for t in line["train_s"]], line["return_mean"], style,
-                        ms=3, color=color, label=label)
+        draw(j, line, style, ms=3, color=color, label=f"{fw} s{seed}")
+    for (algo, env, fw), line in means.items():
+        draw(cells.index((algo, env)), line, "o-", ms=3, lw=2.0, color=styles[fw][0],
+             label=f"{fw} mean of {line['seeds']} seeds")
     for j, (algo, env) in enumerate(cells):
         axes[0, j].set_title(f"{algo} {env.replace('BulletEnv-v0', '')}", fontsize=9)
         axes[0, j].set_xlabel("env steps (k)", fontsize=8)
@@ -725,6 +761,9 @@ def plot(rows: Sequence[Mapping[str, Any]], png: Path) -> None:
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
+    labels = {cell: axes[0, j].get_legend_handles_labels()[1] for j, cell in enumerate(cells)}
+    plt.close(fig)
+    return labels
 
 
 # -- CLI -------------------------------------------------------------------------------------

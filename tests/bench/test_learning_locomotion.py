@@ -206,6 +206,22 @@ def test_a_run_before_a_fix_is_shown_but_not_compared(tmp_path):
     assert png.stat().st_size > 0
 
 
+def test_many_seeds_are_drawn_as_their_mean_with_each_seed_thin(tmp_path):
+    rows = []
+    for fw, seed, returns in (("ddrl", 1, (100.0, 400.0, 700.0)), ("ddrl", 2, (200.0, 500.0)),
+                              ("ddrl", 3, (300.0, 600.0, 900.0)), ("sb3", 1, (50.0, 80.0, 90.0))):
+        rows += [{"framework": fw, "algorithm": "SAC", "env": ENV, "seed": seed,
+                  "run_id": f"sac-s{seed}", "env_steps": 1000 * (i + 1), "train_s": 10.0 * (i + 1),
+                  "return_mean": r, "episodes": 10} for i, r in enumerate(returns)]
+    means = ll.seed_means(ll.plot_series(rows))
+    # Only the env steps every ddrl seed reached; SB3's single seed keeps its own line.
+    assert means == {("SAC", ENV, "ddrl"): {"env_steps": [1000, 2000], "seeds": 3,
+                                            "return_mean": [200.0, 500.0],
+                                            "train_s": [10.0, 20.0]}}
+    labels = ll.plot(rows, tmp_path / "fig.png")
+    assert labels == {("SAC", ENV): ["sb3 s1", "ddrl mean of 3 seeds"]}
+
+
 def test_sb3_runs_are_shared_across_ddrl_only_settings(tmp_path):
     # SB3 always initialises orthogonally: a ddrl run with `initialization: orthogonal` has
     # the same SB3 counterpart as the run without it. A setting SB3 sees does not share.
