@@ -7,6 +7,7 @@ import csv
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -44,7 +45,7 @@ def test_report_gives_each_seeds_first_crossing_and_the_median_speedup(restored,
     rows = list(csv.DictReader(out_csv.open()))
     hopper = [r for r in rows if (r["algorithm"], r["env"]) == ("SAC", "HopperBulletEnv-v0")]
     assert sorted((r["framework"], int(r["seed"])) for r in hopper) == [
-        (fw, s) for fw in ("ddrl", "sb3") for s in (1, 2, 3, 4)]
+        (fw, s) for fw in ("ddrl", "sb3") for s in range(1, 9)]
     for r in hopper:
         steps, secs = first_crossing(r["framework"], "SAC", "HopperBulletEnv-v0",
                                      int(r["seed"]), 1500.0)
@@ -55,9 +56,10 @@ def test_report_gives_each_seeds_first_crossing_and_the_median_speedup(restored,
             assert float(r["seconds_to_return"]) == pytest.approx(secs)
     cell = next(c for c in ttr.speedups(ttr.seed_rows(ll.read_curves(restored, ll.study_runs(
         ll.CONFIG)), ttr.THRESHOLDS)) if (c["algorithm"], c["env"]) == ("SAC", "HopperBulletEnv-v0"))
-    by_fw = {fw: sorted(float(r["seconds_to_return"]) for r in hopper if r["framework"] == fw)
-             for fw in ("ddrl", "sb3")}
-    expected = (by_fw["sb3"][1] + by_fw["sb3"][2]) / (by_fw["ddrl"][1] + by_fw["ddrl"][2])
+    # An unreached seed counts with its final training seconds (the ratio is then a bound).
+    by_fw = {fw: [float(r["seconds_to_return"] if r["reached"] == "True" else r["final_train_s"])
+                  for r in hopper if r["framework"] == fw] for fw in ("ddrl", "sb3")}
+    expected = float(np.median(by_fw["sb3"]) / np.median(by_fw["ddrl"]))
     assert cell["speedup"] == pytest.approx(expected)
     lo, hi = cell["speedup_ci"]
     assert lo <= hi and not math.isnan(lo)
