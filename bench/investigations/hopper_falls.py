@@ -17,6 +17,7 @@ gait is kept once found (the mean return after the first evaluation at ``--thres
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Any, Mapping, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import learning_locomotion as ll  # noqa: E402
+from time_to_return import cell_specs  # noqa: E402
 
 
 def falls(curve: Sequence[Mapping[str, Any]], after: int, short: float) -> dict[str, Any]:
@@ -70,16 +72,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threshold", type=float, default=1500.0,
                    help="a gait is found at the first evaluation at or above this return")
     args = p.parse_args(argv)
-    runs = [rid for rid, s in ll.study_runs(args.config).items()
-            if s.algorithm == args.algorithm and s.env == args.env]
-    rows = ll.read_curves(Path(args.out), runs) + ll.read_shared_sb3(
-        Path(args.out), {rid: ll.study_runs(args.config)[rid] for rid in runs})
+    runs = cell_specs(args.config, args.algorithm, args.env)
+    rows = ll.read_curves(Path(args.out), runs) + ll.read_shared_sb3(Path(args.out), runs)
     print("| framework | seed | return / mean episode length at each evaluation | falling "
           "evaluations | longest falling stretch (env steps) | first at the threshold (env steps) "
           "| mean return after it |")
     print("|---|---|---|---|---|---|---|")
-    for (_, _, seed, fw), curve in sorted(ll.cell_runs(rows).items(), key=lambda kv: (kv[0][3],
-                                                                                       kv[0][2])):
+    by_framework_then_seed = sorted(ll.cell_runs(rows).items(),
+                                    key=lambda kv: (kv[0][3], kv[0][2]))
+    for (_, _, seed, fw), curve in by_framework_then_seed:
         curve = sorted(curve, key=lambda r: int(r["env_steps"]))
         f = falls(curve, args.after, args.short)
         points = " ".join(f"{float(r['return_mean']):.0f}/{float(r['length_mean']):.0f}"
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         found, after = held(curve, args.threshold)
         print(f"| {fw} | {seed} | {points} | {f['falling']} of {f['evaluations']} | "
               f"{f['longest_steps']:,} | {'never' if found is None else f'{found:,}'} | "
-              f"{'-' if after != after else f'{after:.0f}'} |")
+              f"{'-' if math.isnan(after) else f'{after:.0f}'} |")
     return 0
 
 
