@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -40,7 +41,10 @@ def _rows(iterations, session=0):
 
 
 def _wandb_history(run_dir):
-    logs = sorted(glob.glob(str(run_dir / "wandb" / "offline-run-*" / "run-*.wandb")))
+    # In session order: the folder names carry the start time to the second only, so two
+    # sessions started in one second would sort by their random run ids; the log closes last.
+    logs = sorted(glob.glob(str(run_dir / "wandb" / "offline-run-*" / "run-*.wandb")),
+                  key=os.path.getmtime)
     assert logs, f"no offline W&B log under {run_dir / 'wandb'}"
     out = []
     for path in logs:
