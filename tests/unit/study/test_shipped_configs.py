@@ -19,7 +19,13 @@ def test_every_shipped_config_expands_into_runs(path):
 
 def test_humanoid_sac_study_runs_the_thesis_table_4_settings():
     study = Study.from_file(REPO / "config" / "thesis-humanoid-sac.yaml")
-    (spec,) = study.runs.values()
+    per_step, thesis_rhythm = study.runs.values()
+    # The thesis's update rate (16 rollout workers under RLlib 1.1's round robin) is the
+    # second experiment's only difference.
+    assert thesis_rhythm.hyperparameters == {**per_step.hyperparameters,
+                                             "updates_per_step": 0.0625}
+    assert thesis_rhythm.budget == per_step.budget
+    spec = per_step
     assert (spec.algorithm, spec.env, spec.seed) == ("SAC", "HumanoidBulletEnv-v0", 1)
     hp = spec.hyperparameters
     # Thesis Table 4 (ddrl sizes policy and Q-nets alike: the Q-nets' [256, 256]).
